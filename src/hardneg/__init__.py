@@ -4,9 +4,9 @@ The loss engine (``scores`` → ``negatives`` → ``objectives`` → ``loss``) i
 torch; pipelines, evaluation, theory and the CLI sit on top.
 """
 
-from hardneg import distributed, functional, negatives, objectives, queue
+from hardneg import distributed, functional, negatives, objectives, queue, reduction
 from hardneg.loss import ContrastiveLoss
-from hardneg.loss_diagnostics import LossOutput
+from hardneg.reduction import LossOutput
 from hardneg.schedules import BetaAnnealing, annealed_beta
 from hardneg.scores import Scores, pair_scores, simclr_scores
 
@@ -25,5 +25,6 @@ __all__ = [
     "objectives",
     "pair_scores",
     "queue",
+    "reduction",
     "simclr_scores",
 ]

@@ -1,4 +1,4 @@
-"""Functional form of the loss engine: scores → negative distribution → objective → reduction.
+"""The loss engine as functions: scores → negative distribution → objective → reduction.
 
 >>> import torch
 >>> from hardneg import functional, negatives
@@ -11,27 +11,24 @@ torch.Size([])
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
-from hardneg.loss_diagnostics import LossOutput, negative_diagnostics
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
 from hardneg.objectives.debiased import Debiased
 from hardneg.objectives.nce import InfoNCE
+from hardneg.reduction import LossOutput, check_reduction, negative_diagnostics, reduce
 from hardneg.scores import Scores, simclr_scores
 
 __all__ = [
-    "REDUCTIONS",
     "contrastive_loss",
     "contrastive_loss_detailed",
     "default_objective",
     "loss_from_scores",
-    "reduce",
     "resolve_objective",
 ]
-
-REDUCTIONS = ("mean", "sum", "none")
 
 
 def default_objective(tau_plus: float) -> Objective:
@@ -50,17 +47,6 @@ def resolve_objective(tau_plus: float, objective: Objective | None) -> Objective
     return objective
 
 
-def reduce(per_anchor: Tensor, reduction: str) -> Tensor:
-    """Reduce per-anchor losses (A,) with ``"mean"``, ``"sum"`` or ``"none"``."""
-    if reduction == "mean":
-        return per_anchor.mean()
-    if reduction == "sum":
-        return per_anchor.sum()
-    if reduction == "none":
-        return per_anchor
-    raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-
-
 def loss_from_scores(
     scores: Scores,
     *,
@@ -68,26 +54,30 @@ def loss_from_scores(
     objective: Objective | None = None,
     reduction: str = "mean",
     diagnostics: bool = False,
+    generator: torch.Generator | None = None,
 ) -> LossOutput:
-    """Run steps 2–4 on precomputed :class:`Scores` (any layout: SimCLR, queue, gathered).
+    """Steps 2–4 on precomputed :class:`Scores` (any layout: SimCLR, queue, gathered, pairs).
 
+    The negative distribution is evaluated once into a
+    :class:`~hardneg.negatives.WeightedScores`, which the objective and the diagnostics share.
     ``negatives`` defaults to :class:`~hardneg.negatives.Uniform`, ``objective`` to
-    :class:`~hardneg.objectives.InfoNCE`.
+    :class:`~hardneg.objectives.InfoNCE`; ``generator`` feeds random distributions (K-subsampling).
     """
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    check_reduction(reduction)
     negatives = Uniform() if negatives is None else negatives
     objective = InfoNCE() if objective is None else objective
-    scores = negatives.prepare(scores)
-    if bool((scores.num_valid() == 0).any()):
+    prepared = negatives.prepare(scores, generator=generator)
+    if bool((prepared.num_valid() == 0).any()):
         raise ValueError("every anchor needs at least one valid negative; some rows of mask are empty")
-    per_anchor = objective(scores, negatives)
+    weighted = negatives.weigh(prepared)
+    weighted.source = weighted.source or repr(negatives)
+    per_anchor = objective(weighted)
     diag: dict[str, float] = {}
     if diagnostics:
-        clamp = None
-        if isinstance(objective, Debiased):
-            clamp = objective.log_negative(scores, negatives)[1]
-        diag = negative_diagnostics(scores, negatives, clamp_active=clamp)
+        with torch.no_grad():
+            diag = negative_diagnostics(weighted)
+            diag.update({str(k): float(v) for k, v in negatives.diagnostics(weighted).items()})
+            diag.update({str(k): float(v) for k, v in objective.diagnostics(weighted).items()})
         diag["loss"] = float(per_anchor.detach().mean())
     return LossOutput(loss=reduce(per_anchor, reduction), per_anchor=per_anchor, diagnostics=diag)
 
@@ -104,12 +94,18 @@ def contrastive_loss_detailed(
     reduction: str = "mean",
     labels: Tensor | None = None,
     diagnostics: bool = True,
+    generator: torch.Generator | None = None,
 ) -> LossOutput:
     """Two-view loss with per-anchor values and diagnostics (see :func:`contrastive_loss`)."""
     objective = resolve_objective(tau_plus, objective)
     scores = simclr_scores(z1, z2, temperature=temperature, normalize=normalize, labels=labels)
     return loss_from_scores(
-        scores, negatives=negatives, objective=objective, reduction=reduction, diagnostics=diagnostics
+        scores,
+        negatives=negatives,
+        objective=objective,
+        reduction=reduction,
+        diagnostics=diagnostics,
+        generator=generator,
     )
 
 
@@ -124,11 +120,12 @@ def contrastive_loss(
     normalize: bool = True,
     reduction: str = "mean",
     labels: Tensor | None = None,
+    generator: torch.Generator | None = None,
 ) -> Tensor:
     """Contrastive loss of two views in SimCLR's layout (2B anchors, N = 2B − 2 negatives).
 
     With the defaults this is SimCLR's NT-Xent; ``tau_plus > 0`` selects the debiased objective
-    and ``negatives=Hard(beta)`` HCL's hard negatives (seed ``001`` eq. (4)).
+    and ``negatives=Hard(beta)`` the hard negatives of Robinson et al. (ICLR 2021), eq. (4).
 
     Shapes: ``z1``, ``z2`` (B, d) → scalar (or (2B,) with ``reduction="none"``).
     """
@@ -143,4 +140,5 @@ def contrastive_loss(
         reduction=reduction,
         labels=labels,
         diagnostics=False,
+        generator=generator,
     ).loss

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hardneg import distributed
 from hardneg._validation import check_in_interval, check_positive
-from hardneg.functional import REDUCTIONS, loss_from_scores, resolve_objective
-from hardneg.loss_diagnostics import LossOutput
+from hardneg.functional import loss_from_scores, resolve_objective
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.oracle import CollisionFree
 from hardneg.negatives.subsample import Subsample
 from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
+from hardneg.reduction import LossOutput, check_reduction
 from hardneg.scores import Scores, pair_scores, simclr_scores
 
 if TYPE_CHECKING:
@@ -37,7 +39,13 @@ class ContrastiveLoss(nn.Module):
     """Contrastive loss with a controllable negative distribution.
 
     ``ContrastiveLoss(temperature=0.5)`` is SimCLR's NT-Xent; ``tau_plus > 0`` is the debiased
-    loss; ``negatives=Hard(beta)`` with ``tau_plus`` is HCL (seed ``001`` eq. (4)).
+    loss (Chuang et al., NeurIPS 2020); ``negatives=Hard(beta)`` with ``tau_plus`` is the hard-negative
+    objective of Robinson et al. (ICLR 2021), eq. (4).
+
+    K-subsampling and collision-free negatives are wrapped around ``negatives`` here and only
+    here (:class:`~hardneg.negatives.CollisionFree` inside :class:`~hardneg.negatives.Subsample`).
+    Every call accepts ``generator=``: the only source of randomness of random distributions
+    (K-subsampling), so a training loop that passes a per-step generator is reproducible.
 
     Args:
         temperature: t > 0; logits are ``⟨a, c⟩ / t``.
@@ -50,7 +58,7 @@ class ContrastiveLoss(nn.Module):
             embeddings (graphs, sentences), typically with ``Hard(rescale=True)``.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
         num_negatives: K — keep K negatives per anchor, drawn uniformly without replacement from
-            its valid candidates, independently per anchor (Ash et al., seed ``004`` §4): wraps
+            its valid candidates, independently per anchor (Ash et al., AISTATS 2022, §4): wraps
             ``negatives`` in :class:`~hardneg.negatives.Subsample`. ``None`` keeps all.
         collision_free: drop candidates sharing the anchor's label (oracle negatives, wraps in
             :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
@@ -85,8 +93,7 @@ class ContrastiveLoss(nn.Module):
             raise TypeError(
                 f"objective must be a hardneg.objectives.Objective, got {type(objective).__name__}"
             )
-        if reduction not in REDUCTIONS:
-            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        check_reduction(reduction)
         neg: NegativeDistribution = Uniform() if negatives is None else negatives
         if collision_free:
             neg = CollisionFree(base=neg)
@@ -115,7 +122,7 @@ class ContrastiveLoss(nn.Module):
             )
         return simclr_scores(z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels)
 
-    def pair_forward(
+    def pair_detailed(
         self,
         anchors: Tensor,
         positives: Tensor,
@@ -124,14 +131,15 @@ class ContrastiveLoss(nn.Module):
         mask: Tensor | None = None,
         anchor_labels: Tensor | None = None,
         candidate_labels: Tensor | None = None,
-    ) -> Tensor:
+        generator: torch.Generator | None = None,
+    ) -> LossOutput:
         """The loss with any given positives and a separate candidate pool (:func:`pair_scores`).
 
-        For true positives drawn from the anchor's class (Arora et al., Ash et al.), explicit
-        negatives, or a memory queue. Not gathered across ranks.
+        For true positives drawn from the anchor's class (Arora et al., ICML 2019; Ash et al.,
+        AISTATS 2022), explicit negatives, or a memory queue. Not gathered across ranks.
 
         Shapes: ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); ``mask`` (A, N) bool;
-        labels (A,) and (N,) → scalar (or (A,) with ``reduction="none"``).
+        labels (A,) and (N,) → :class:`LossOutput` (loss scalar, or (A,) with ``reduction="none"``).
         """
         self._check_labels_given(anchor_labels, "anchor_labels")
         self._check_labels_given(candidate_labels, "candidate_labels")
@@ -145,7 +153,87 @@ class ContrastiveLoss(nn.Module):
             anchor_labels=anchor_labels,
             candidate_labels=candidate_labels,
         )
-        return self.compute(scores).loss
+        return self.compute(scores, diagnostics=True, generator=generator)
+
+    def pair_forward(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None = None,
+        anchor_labels: Tensor | None = None,
+        candidate_labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """:meth:`pair_detailed` without diagnostics: the loss only."""
+        self._check_labels_given(anchor_labels, "anchor_labels")
+        self._check_labels_given(candidate_labels, "candidate_labels")
+        scores = pair_scores(
+            anchors,
+            positives,
+            candidates,
+            temperature=self.temperature,
+            mask=mask,
+            normalize=self.normalize,
+            anchor_labels=anchor_labels,
+            candidate_labels=candidate_labels,
+        )
+        return self.compute(scores, generator=generator).loss
+
+    def queue_detailed(
+        self,
+        q: Tensor,
+        k: Tensor,
+        queue: MemoryQueue,
+        *,
+        labels: Tensor | None = None,
+        enqueue: bool = True,
+        generator: torch.Generator | None = None,
+    ) -> LossOutput:
+        """MoCo(-v2)'s loss: query ``q`` vs its key ``k`` (positive) and the queue's keys (negatives).
+
+        ``pair_scores(q, k, queue.candidates())`` with this loss's negative distribution and
+        objective (Robinson et al., ICLR 2021, App. C.1 use ``Hard(beta=0.2)`` with
+        ``tau_plus=0`` on N = 65536 keys), then — after the loss is computed, so the batch is
+        never its own negative — the keys are enqueued as MoCo's reference code does (He et al.,
+        CVPR 2020, Algorithm 1): detached and, when ``normalize``, L2-normalised (the form in
+        which they entered the scores); gathered from all ranks first when distributed, so every
+        rank's queue stays identical. On a queue with labels, keys without labels are stored
+        with the unknown label −1 (never a collision). ``k`` should come from the momentum
+        encoder (no gradient).
+
+        Shapes: ``q``, ``k`` (B, d); ``labels`` optional (B,) → :class:`LossOutput`.
+        """
+        if len(queue) == 0:
+            raise ValueError("queue is empty: enqueue keys before the first queue_forward (got filled=0)")
+        if q.dim() != 2 or q.shape[1] != queue.dim:
+            raise ValueError(
+                f"q must have shape (B, dim={queue.dim}) to match the queue, got {tuple(q.shape)}"
+            )
+        cand_labels = queue.candidate_labels() if (labels is not None and queue.with_labels) else None
+        out = self.pair_detailed(
+            q,
+            k,
+            queue.candidates().to(q.dtype),
+            anchor_labels=labels if cand_labels is not None else None,
+            candidate_labels=cand_labels,
+            generator=generator,
+        )
+        if enqueue:
+            keys = k.detach()
+            if self.normalize:
+                keys = F.normalize(keys, dim=1)
+            lab = None
+            if queue.with_labels:
+                lab = labels if labels is not None else torch.full(
+                    (keys.shape[0],), -1, dtype=torch.long, device=keys.device
+                )
+            if self.gather_distributed and distributed.is_distributed():
+                keys = distributed.all_gather_no_grad(keys)
+                lab = None if lab is None else distributed.all_gather_no_grad(lab)
+            queue.enqueue(keys, lab)
+        return out
 
     def queue_forward(
         self,
@@ -155,41 +243,14 @@ class ContrastiveLoss(nn.Module):
         *,
         labels: Tensor | None = None,
         enqueue: bool = True,
+        generator: torch.Generator | None = None,
     ) -> Tensor:
-        """MoCo(-v2)'s loss: query ``q`` vs its key ``k`` (positive) and the queue's keys (negatives).
+        """:meth:`queue_detailed`'s loss (see there). Shapes: ``q``, ``k`` (B, d) → scalar."""
+        return self.queue_detailed(q, k, queue, labels=labels, enqueue=enqueue, generator=generator).loss
 
-        ``pair_scores(q, k, queue.candidates())`` with this loss's negative distribution and
-        objective (HCL App. C.1 uses ``Hard(beta=0.2)`` with ``tau_plus=0`` on N = 65536 keys),
-        then — after the loss is computed, so the batch is never its own negative — ``k`` is
-        enqueued (gathered from all ranks first when distributed, so every rank's queue stays
-        identical). ``k`` should come from the momentum encoder (no gradient).
-
-        Shapes: ``q``, ``k`` (B, d); ``labels`` optional (B,) (needs ``queue.with_labels``) →
-        scalar (or (B,)).
-        """
-        if len(queue) == 0:
-            raise ValueError("queue is empty: enqueue keys before the first queue_forward (got filled=0)")
-        if q.dim() != 2 or q.shape[1] != queue.dim:
-            raise ValueError(
-                f"q must have shape (B, dim={queue.dim}) to match the queue, got {tuple(q.shape)}"
-            )
-        cand_labels = queue.candidate_labels() if (labels is not None and queue.with_labels) else None
-        loss = self.pair_forward(
-            q,
-            k,
-            queue.candidates().to(q.dtype),
-            anchor_labels=labels,
-            candidate_labels=cand_labels,
-        )
-        if enqueue:
-            keys, lab = k.detach(), labels
-            if self.gather_distributed and distributed.is_distributed():
-                keys = distributed.all_gather_no_grad(keys)
-                lab = None if lab is None else distributed.all_gather_no_grad(lab)
-            queue.enqueue(keys, lab if queue.with_labels else None)
-        return loss
-
-    def compute(self, scores: Scores, *, diagnostics: bool = False) -> LossOutput:
+    def compute(
+        self, scores: Scores, *, diagnostics: bool = False, generator: torch.Generator | None = None
+    ) -> LossOutput:
         """Steps 2–4 on precomputed scores (any layout: queue, gathered, explicit pairs)."""
         return loss_from_scores(
             scores,
@@ -197,15 +258,20 @@ class ContrastiveLoss(nn.Module):
             objective=self.objective,
             reduction=self.reduction,
             diagnostics=diagnostics,
+            generator=generator,
         )
 
-    def detailed(self, z1: Tensor, z2: Tensor, *, labels: Tensor | None = None) -> LossOutput:
+    def detailed(
+        self, z1: Tensor, z2: Tensor, *, labels: Tensor | None = None, generator: torch.Generator | None = None
+    ) -> LossOutput:
         """Loss, per-anchor losses (2B,) and diagnostics (ESS, cosines, collisions with labels)."""
-        return self.compute(self.scores(z1, z2, labels=labels), diagnostics=True)
+        return self.compute(self.scores(z1, z2, labels=labels), diagnostics=True, generator=generator)
 
-    def forward(self, z1: Tensor, z2: Tensor, *, labels: Tensor | None = None) -> Tensor:
+    def forward(
+        self, z1: Tensor, z2: Tensor, *, labels: Tensor | None = None, generator: torch.Generator | None = None
+    ) -> Tensor:
         """Shapes: ``z1``, ``z2`` (B, d) → scalar (or (2B,) with ``reduction="none"``)."""
-        return self.compute(self.scores(z1, z2, labels=labels)).loss
+        return self.compute(self.scores(z1, z2, labels=labels), generator=generator).loss
 
     def extra_repr(self) -> str:
         return (

@@ -1,16 +1,21 @@
-"""Negative distributions: which negatives, with what weight (step 2 of the loss engine).
+"""Step 2 of the loss engine: negative distributions — which negatives, with what weight.
 
-Each distribution returns log importance weights with mean one over each anchor's valid
-candidates (see :mod:`hardneg.negatives.base`). Mask-changing wrappers
-(:class:`Subsample`, :class:`CollisionFree`) compose with any of them through ``base=``.
+Calling a distribution on :class:`~hardneg.scores.Scores` gives a :class:`WeightedScores`: the
+scores it samples from and log importance weights with mean one over each anchor's valid
+candidates (see :mod:`hardneg.negatives.base`). Each distribution's math is a pure function
+(:func:`hard_log_weights`, :func:`ot_log_weights`, :func:`subsample_mask`,
+:func:`collision_free_mask`); mask-changing wrappers (:class:`Subsample`, :class:`CollisionFree`)
+compose with any distribution through ``base=``.
 """
 
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
-from hardneg.negatives.hard import Hard
-from hardneg.negatives.oracle import CollisionFree
-from hardneg.negatives.ot import OptimalTransport, SinkhornResult, ground_cost, sinkhorn_log
+from hardneg.negatives.hard import Hard, hard_log_weighted_sum, hard_log_weights, rescaled_logits
+from hardneg.negatives.oracle import CollisionFree, collision_free_mask
+from hardneg.negatives.ot import OptimalTransport, ground_cost, ot_log_kernel, ot_log_weights
+from hardneg.negatives.sinkhorn import SinkhornResult, sinkhorn_log
 from hardneg.negatives.subsample import Subsample, subsample_mask
 from hardneg.negatives.uniform import Uniform
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.negatives.wrapper import MaskWrapper
 
 __all__ = [
@@ -22,8 +27,15 @@ __all__ = [
     "SinkhornResult",
     "Subsample",
     "Uniform",
+    "WeightedScores",
+    "collision_free_mask",
     "ground_cost",
+    "hard_log_weighted_sum",
+    "hard_log_weights",
     "normalize_log_weights",
+    "ot_log_kernel",
+    "ot_log_weights",
+    "rescaled_logits",
     "sinkhorn_log",
     "subsample_mask",
 ]

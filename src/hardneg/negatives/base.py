@@ -1,16 +1,21 @@
 """The negative-distribution interface (step 2 of the loss engine).
 
-A negative distribution turns :class:`~hardneg.scores.Scores` into **log importance weights**
-``ℓ_ij = log q(c_j | a_i) − log p(c_j)`` over each anchor's valid candidates, normalised so that
-the weights average to one over the ``N_i`` valid candidates:
+A negative distribution turns :class:`~hardneg.scores.Scores` into a
+:class:`~hardneg.negatives.WeightedScores`: the scores it samples from plus **log importance
+weights** ``ℓ_ij = log q(c_j | a_i) − log p(c_j)`` normalised to mean one over each anchor's
+``N_i`` valid candidates (``log Σ_{j valid} e^{ℓ_ij} = log N_i``).
 
-    log Σ_{j valid} e^{ℓ_ij} = log N_i,    ℓ_ij = −inf where ``mask[i, j]`` is False.
+Calling a distribution runs two stages, once per loss evaluation:
 
-With these weights ``Σ_j e^{ℓ_ij} e^{s_ij} = N_i · E_{c∼q(·|a_i)}[e^{s_ij}]``, the importance-
-sampling estimate of HCL (seed ``001`` §3, eq. (4)) with ``Q = N``.
+1. :meth:`NegativeDistribution.prepare` may *change the mask* (K-subsampling, collision-free
+   negatives); its randomness comes only from the ``generator`` argument.
+2. :meth:`NegativeDistribution.weigh` builds the value object. By default it wraps
+   :meth:`NegativeDistribution.log_weights` lazily, so a new distribution only implements
+   ``log_weights``; a distribution with a closed form for ``log Σ_j w_ij e^{s_ij}`` overrides
+   ``weigh`` to supply it.
 
-A distribution may also *change the mask* before weighting (K-subsampling, collision-free
-negatives): it overrides :meth:`NegativeDistribution.prepare`.
+The math of each distribution lives in a pure function of tensors (``hard_log_weights``,
+``ot_log_weights``, ``subsample_mask``, ``collision_free_mask``); the modules hold parameters.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from hardneg._lse import masked_logsumexp
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores, count_valid
 
 __all__ = ["NegativeDistribution", "normalize_log_weights"]
@@ -37,29 +42,48 @@ def normalize_log_weights(raw: Tensor, mask: Tensor) -> Tensor:
 
 
 class NegativeDistribution(nn.Module):
-    """Base class. Subclasses implement :meth:`log_weights`; the rest has defaults."""
+    """Base class: ``distribution(scores, generator=None) -> WeightedScores``.
 
-    def prepare(self, scores: Scores) -> Scores:
-        """Return the scores with the mask this distribution samples from (default: unchanged)."""
+    Subclasses implement :meth:`log_weights` (the simplest extension point) or override
+    :meth:`weigh`; mask-changing distributions override :meth:`prepare`.
+    """
+
+    def prepare(self, scores: Scores, *, generator: torch.Generator | None = None) -> Scores:
+        """The scores with the mask this distribution samples from (default: unchanged)."""
         return scores
 
     def log_weights(self, scores: Scores) -> Tensor | None:
-        """Log importance weights ℓ (A, N), ``-inf`` on invalid entries; ``None`` means uniform.
+        """Log importance weights ℓ (A, N), ``−inf`` off the mask; ``None`` means uniform.
 
         ``scores`` has already been through :meth:`prepare`.
         """
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement log_weights or weigh")
 
-    def log_weighted_sum(self, scores: Scores) -> Tensor:
-        """``log Σ_{j valid} e^{ℓ_ij + s_ij}`` per anchor, shape (A,).
+    def weigh(self, scores: Scores) -> WeightedScores:
+        """The value object of prepared ``scores`` (weights computed lazily, at most once)."""
+        return WeightedScores(scores, log_weights=lambda: self._checked_log_weights(scores))
 
-        This is ``log(N_i · E_q[e^{s}])``, the negative term of NCE-type objectives. Subclasses
-        may override it with a cheaper closed form (see :class:`~hardneg.negatives.Hard`).
-        """
+    def _checked_log_weights(self, scores: Scores) -> Tensor:
         ell = self.log_weights(scores)
-        if ell is None:
-            return masked_logsumexp(scores.logits, scores.mask)
-        return torch.logsumexp(scores.logits + ell, dim=1)
+        if ell is None:  # a subclass that says "uniform" only at call time
+            return torch.zeros_like(scores.logits).masked_fill(~scores.mask, float("-inf"))
+        if not isinstance(ell, Tensor) or ell.shape != scores.logits.shape:
+            got = tuple(ell.shape) if isinstance(ell, Tensor) else type(ell).__name__
+            raise ValueError(
+                f"{type(self).__name__}.log_weights must return a tensor of shape "
+                f"{tuple(scores.logits.shape)} or None, got {got}"
+            )
+        return ell
+
+    def forward(self, scores: Scores, *, generator: torch.Generator | None = None) -> WeightedScores:
+        """:meth:`prepare` then :meth:`weigh`. Shapes: scores (A, N) → WeightedScores (A, N)."""
+        weighted = self.weigh(self.prepare(scores, generator=generator))
+        weighted.source = weighted.source or repr(self)
+        return weighted
+
+    def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
+        """Facts of this call to log (default: the value object's ``info``, e.g. Sinkhorn's)."""
+        return dict(weighted.info)
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self._config().items())

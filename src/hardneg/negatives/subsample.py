@@ -1,4 +1,4 @@
-"""K negatives per anchor, decoupled from the batch size (Ash et al., seed ``004`` §4)."""
+"""K negatives per anchor, decoupled from the batch size (Ash et al., AISTATS 2022, §4)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def subsample_mask(
 class Subsample(MaskWrapper):
     r"""K negatives per anchor, sampled uniformly without replacement from its valid candidates.
 
-    Ash et al. (seed ``004`` §4, "data reuse"): the other views of the batch are each anchor's
+    Ash et al. (AISTATS 2022), §4 ("data reuse"): the other views of the batch are each anchor's
     *candidate set*, and a fixed number K of negatives is drawn from it **independently for each
     anchor**, so that K and the batch size B can be varied separately. The draw only changes the
     validity mask (memory O(A × N), never an (A, K, d) copy); the ``base`` distribution (default
@@ -66,7 +66,10 @@ class Subsample(MaskWrapper):
     drawn negatives. ``base`` prepares first (e.g. :class:`~hardneg.negatives.CollisionFree`
     inside: K collision-free negatives).
 
-    A fresh subset is drawn on every call to :meth:`prepare` (once per loss evaluation).
+    A fresh subset is drawn on every call to :meth:`prepare` (once per loss evaluation) from the
+    ``generator`` passed to the loss call (e.g. ``loss(z1, z2, generator=g)``); without one, from
+    the constructor's ``generator``, and without that from torch's global generator. Training
+    loops that must be reproducible (and resumable) pass a per-step generator.
 
     When to choose it: to study or tune the number of negatives K independently of B (the
     collision–coverage trade-off of Ash et al. suggests K of the order of the number of
@@ -76,7 +79,7 @@ class Subsample(MaskWrapper):
         num_negatives: K ≥ 1; must not exceed any anchor's number of valid candidates
             (2B − 2 in SimCLR's layout).
         base: the distribution over the K survivors (default :class:`~hardneg.negatives.Uniform`).
-        generator: optional ``torch.Generator`` (on the logits' device) for reproducible draws.
+        generator: default ``torch.Generator`` (on the logits' device) when a call passes none.
     """
 
     def __init__(
@@ -93,8 +96,9 @@ class Subsample(MaskWrapper):
         self.num_negatives = num_negatives
         self.generator = generator
 
-    def restrict(self, scores: Scores) -> Scores:
-        return scores.with_mask(subsample_mask(scores.mask, self.num_negatives, generator=self.generator))
+    def restrict(self, scores: Scores, *, generator: torch.Generator | None = None) -> Scores:
+        g = generator if generator is not None else self.generator
+        return scores.with_mask(subsample_mask(scores.mask, self.num_negatives, generator=g))
 
     def _config(self) -> dict[str, object]:
         return {"num_negatives": self.num_negatives}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from hardneg.negatives.base import NegativeDistribution
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores
 
 __all__ = ["Uniform"]
@@ -13,10 +14,13 @@ __all__ = ["Uniform"]
 class Uniform(NegativeDistribution):
     """``q(c_j | a_i) = p(c_j)``: ``ℓ_ij = 0`` on valid candidates.
 
-    With :class:`~hardneg.objectives.InfoNCE` this is SimCLR's NT-Xent; with
-    :class:`~hardneg.objectives.Debiased` it is the debiased loss of Chuang et al.
-    (HCL seed ``001`` §3 with β = 0).
+    With :class:`~hardneg.objectives.InfoNCE` this is SimCLR's NT-Xent (Chen et al., ICML 2020);
+    with :class:`~hardneg.objectives.Debiased` it is the debiased loss of Chuang et al.
+    (NeurIPS 2020), i.e. Robinson et al. (ICLR 2021), eq. (4) with β = 0.
     """
 
     def log_weights(self, scores: Scores) -> Tensor | None:
         return None
+
+    def weigh(self, scores: Scores) -> WeightedScores:
+        return WeightedScores(scores)

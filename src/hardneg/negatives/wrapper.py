@@ -8,10 +8,12 @@ renormalised to mean one over the *new* set of valid candidates.
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.uniform import Uniform
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores
 
 __all__ = ["MaskWrapper"]
@@ -20,7 +22,8 @@ __all__ = ["MaskWrapper"]
 class MaskWrapper(NegativeDistribution):
     """Base class of distributions that restrict the mask of another one (``base``, default uniform).
 
-    Subclasses implement :meth:`restrict` (``Scores -> Scores`` with a smaller mask). ``beta`` is
+    Subclasses implement :meth:`restrict` (``Scores -> Scores`` with a smaller mask; random
+    restrictions draw from ``generator`` only). ``beta`` is
     forwarded to ``base`` so that schedules such as :class:`~hardneg.schedules.BetaAnnealing` work
     on a wrapped :class:`~hardneg.negatives.Hard`.
     """
@@ -33,22 +36,20 @@ class MaskWrapper(NegativeDistribution):
             )
         self.base = Uniform() if base is None else base
 
-    def restrict(self, scores: Scores) -> Scores:
+    def restrict(self, scores: Scores, *, generator: torch.Generator | None = None) -> Scores:
         raise NotImplementedError
 
-    def prepare(self, scores: Scores) -> Scores:
-        return self.restrict(self.base.prepare(scores))
+    def prepare(self, scores: Scores, *, generator: torch.Generator | None = None) -> Scores:
+        return self.restrict(self.base.prepare(scores, generator=generator), generator=generator)
 
     def log_weights(self, scores: Scores) -> Tensor | None:
         return self.base.log_weights(scores)
 
-    def log_weighted_sum(self, scores: Scores) -> Tensor:
-        return self.base.log_weighted_sum(scores)
+    def weigh(self, scores: Scores) -> WeightedScores:
+        return self.base.weigh(scores)
 
-    def diagnostics(self) -> dict[str, float]:
-        """The ``base`` distribution's last-run diagnostics (e.g. Sinkhorn convergence), if any."""
-        hook = getattr(self.base, "diagnostics", None)
-        return dict(hook()) if callable(hook) else {}
+    def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
+        return self.base.diagnostics(weighted)
 
     @property
     def beta(self) -> float:

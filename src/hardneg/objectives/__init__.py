@@ -7,7 +7,7 @@ from hardneg.objectives.debiased import Debiased, debiased_log_negative
 from hardneg.objectives.hinge import Hinge, hinge_max
 from hardneg.objectives.jsd import JensenShannon
 from hardneg.objectives.logistic import Logistic, LogisticMPair
-from hardneg.objectives.nce import InfoNCE
+from hardneg.objectives.nce import InfoNCE, info_nce
 from hardneg.objectives.triplet import Triplet
 
 __all__ = [
@@ -24,5 +24,6 @@ __all__ = [
     "block_loss",
     "debiased_log_negative",
     "hinge_max",
+    "info_nce",
     "log1mexp",
 ]

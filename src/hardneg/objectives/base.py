@@ -1,7 +1,8 @@
 """The objective interface (step 3 of the loss engine).
 
-An objective combines the positive logits, the candidate logits, the validity mask and the
-negative distribution's log weights into one loss per anchor, shape (A,).
+An objective reads a :class:`~hardneg.negatives.WeightedScores` — positive logits, candidate
+logits, validity mask, the negative distribution's log weights and the memoised weighted
+negative sum — and returns one loss per anchor, shape (A,).
 """
 
 from __future__ import annotations
@@ -9,14 +10,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from hardneg.negatives.base import NegativeDistribution
-from hardneg.scores import Scores
+from hardneg.negatives.weighted import WeightedScores
 
 __all__ = ["Objective", "log1mexp"]
 
 
 def log1mexp(x: Tensor) -> Tensor:
-    """``log(1 − e^{x})`` for ``x < 0``, accurate on the whole range (Mächler's split at −ln 2).
+    """``log(1 − e^{x})`` for ``x < 0``, accurate on the whole range (Mächler, 2012: split at −ln 2).
 
     Inputs ``≥ 0`` are clamped just below zero so that the result (and its gradient) stays
     finite; callers mask those entries out.
@@ -26,10 +26,14 @@ def log1mexp(x: Tensor) -> Tensor:
 
 
 class Objective(nn.Module):
-    """Base class: ``forward(scores, negatives) -> per-anchor loss (A,)``."""
+    """Base class: ``objective(weighted) -> per-anchor loss (A,)``; ``diagnostics(weighted)`` to log."""
 
-    def forward(self, scores: Scores, negatives: NegativeDistribution) -> Tensor:
-        raise NotImplementedError
+    def forward(self, weighted: WeightedScores) -> Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must implement forward(weighted)")
+
+    def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
+        """Per-batch facts of this objective (e.g. how often the debiased floor binds); default none."""
+        return {}
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self._config().items())

@@ -1,13 +1,11 @@
-"""The basic contrastive loss (BCL) of the OT paper (seed ``002`` eq. (9))."""
+"""The basic contrastive loss (BCL) of Jiang et al. (arXiv:2111.03169), eq. (9)."""
 
 from __future__ import annotations
 
 from torch import Tensor
 
-from hardneg.negatives.base import NegativeDistribution
-from hardneg.objectives._weights import negative_probabilities, weighted_mean
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
-from hardneg.scores import Scores
 
 __all__ = ["BasicContrastive"]
 
@@ -19,12 +17,12 @@ class BasicContrastive(Objective):
 
         L_i = Σ_{j valid} q_ij s_ij − s⁺_i.
 
-    Linear in the scores: the loss of Lemma 2 / eq. (9) in seed ``002``, whose min-max over
+    Linear in the scores: the loss of Lemma 2 / eq. (9) of Jiang et al., whose min-max over
     marginal-consistent couplings is degenerate (value 0 at a constant f); it is meaningful only
     with a regularised negative distribution such as :class:`~hardneg.negatives.OptimalTransport`
     (the paper's Table I row "L_BCL"). Unbounded below with unnormalised embeddings.
     """
 
-    def forward(self, scores: Scores, negatives: NegativeDistribution) -> Tensor:
-        q = negative_probabilities(scores, negatives)
-        return weighted_mean(scores.logits, q, scores.mask) - scores.positive
+    def forward(self, weighted: WeightedScores) -> Tensor:
+        scores = weighted.scores
+        return weighted.weighted_mean(scores.logits) - scores.positive

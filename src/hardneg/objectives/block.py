@@ -1,4 +1,4 @@
-"""Arora et al.'s block loss (seed ``003`` §6.3, eq. (12))."""
+"""Arora et al.'s block loss (ICML 2019, §6.3, eq. (12))."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def block_loss(
     normalize: bool = False,
     reduction: str = "mean",
 ) -> Tensor:
-    r"""The block contrastive loss ``L_un^block`` of Arora et al. (seed ``003`` eq. (12)).
+    r"""The block contrastive loss ``L_un^block`` of Arora et al. (ICML 2019), eq. (12).
 
         L_i = ℓ( {v_ik}_{k=1..m} ),   v_ik = f(x_i)ᵀ( mean_l f(x⁺_il) − mean_l f(x⁻_ikl) ),
 

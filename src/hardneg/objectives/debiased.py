@@ -1,4 +1,4 @@
-"""The debiased estimator with class prior τ⁺ (Chuang et al.; HCL's objective with hard weights)."""
+"""The debiased estimator with class prior τ⁺ (Chuang et al., NeurIPS 2020; Robinson et al., ICLR 2021, with hard weights)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hardneg._validation import check_in_interval
-from hardneg.negatives.base import NegativeDistribution
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective, log1mexp
-from hardneg.scores import Scores
 
 __all__ = ["Debiased", "debiased_log_negative"]
 
@@ -21,8 +20,8 @@ def debiased_log_negative(
 ) -> tuple[Tensor, Tensor]:
     r"""Log of the clamped debiased negative term and a mask of where the clamp binds.
 
-    Formula (HCL seed ``001`` eq. (4), Fig. 13; the factor N in the floor as in the authors'
-    ``image/main.py``):
+    Formula (Robinson et al., ICLR 2021, eq. (4) and Fig. 13; the factor N in the floor as in the
+    authors' ``image/main.py``; τ⁺ is the class prior of Chuang et al., NeurIPS 2020):
 
         Neg_i = max( (Σ_j w_ij e^{s_ij} − N_i τ⁺ e^{s⁺_i}) / (1 − τ⁺),  N_i e^{−1/t} ).
 
@@ -45,12 +44,12 @@ def debiased_log_negative(
 
 
 class Debiased(Objective):
-    r"""HCL's debiased (and, with hard weights, hardness-biased) objective.
+    r"""The debiased (and, with hard weights, hardness-biased) objective.
 
         L_i = −log( e^{s⁺_i} / (e^{s⁺_i} + Neg_i) ),   Neg_i as in :func:`debiased_log_negative`.
 
-    With :class:`~hardneg.negatives.Hard` weights this is exactly the HCL objective (eq. (4));
-    with β = 0 it is the debiased loss of Chuang et al.; with τ⁺ = 0 and normalised embeddings
+    With :class:`~hardneg.negatives.Hard` weights this is exactly the objective of Robinson et
+    al. (ICLR 2021), eq. (4); with β = 0 it is the debiased loss of Chuang et al. (NeurIPS 2020); with τ⁺ = 0 and normalised embeddings
     the floor never binds and it equals SimCLR's NT-Xent.
 
     Args:
@@ -62,19 +61,25 @@ class Debiased(Objective):
         super().__init__()
         self.tau_plus = check_in_interval("tau_plus", tau_plus, low=0.0, high=1.0)
 
-    def log_negative(self, scores: Scores, negatives: NegativeDistribution) -> tuple[Tensor, Tensor]:
-        """``(log Neg_i, clamp_active_i)`` for each anchor, shapes (A,)."""
+    def log_negative(self, weighted: WeightedScores) -> tuple[Tensor, Tensor]:
+        """``(log Neg_i, clamp_active_i)`` for each anchor, shapes (A,) (O(A) on the memoised sum)."""
+        s = weighted.scores
         return debiased_log_negative(
-            negatives.log_weighted_sum(scores),
-            scores.positive,
-            scores.num_valid(),
+            weighted.log_weighted_sum,
+            s.positive,
+            s.num_valid(),
             tau_plus=self.tau_plus,
-            temperature=scores.temperature,
+            temperature=s.temperature,
         )
 
-    def forward(self, scores: Scores, negatives: NegativeDistribution) -> Tensor:
-        log_neg, _ = self.log_negative(scores, negatives)
-        return F.softplus(log_neg - scores.positive)
+    def forward(self, weighted: WeightedScores) -> Tensor:
+        log_neg, _ = self.log_negative(weighted)
+        return F.softplus(log_neg - weighted.scores.positive)
+
+    def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
+        """``clamp_fraction``: the fraction of anchors whose floor ``N_i e^{−1/t}`` binds."""
+        _, active = self.log_negative(weighted)
+        return {"clamp_fraction": float(active.float().mean())}
 
     def _config(self) -> dict[str, object]:
         return {"tau_plus": self.tau_plus}

@@ -1,4 +1,4 @@
-"""Arora et al.'s k-way hinge loss (seed ``003`` §2, Def. 2.3)."""
+"""Arora et al.'s k-way hinge loss (ICML 2019, §2, Def. 2.3)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import torch
 from torch import Tensor
 
 from hardneg._validation import check_positive
-from hardneg.negatives.base import NegativeDistribution
-from hardneg.objectives._weights import negative_probabilities, weighted_mean
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
-from hardneg.scores import Scores
 
 __all__ = ["AGGREGATES", "Hinge", "hinge_max"]
 
@@ -25,7 +23,7 @@ def hinge_max(differences: Tensor, mask: Tensor, *, margin: float = 1.0) -> Tens
 class Hinge(Objective):
     r"""Arora et al.'s hinge loss on the differences ``v_ij = s⁺_i − s_ij``.
 
-    ``aggregate="max"`` (the paper, seed ``003`` Def. 2.3 with k = N_i negatives):
+    ``aggregate="max"`` (Arora et al., ICML 2019, Def. 2.3 with k = N_i negatives):
 
         L_i = max{0, margin + max_{j valid} (s_ij − s⁺_i)}.
 
@@ -53,18 +51,18 @@ class Hinge(Objective):
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got {aggregate!r}")
         self.aggregate = aggregate
 
-    def forward(self, scores: Scores, negatives: NegativeDistribution) -> Tensor:
+    def forward(self, weighted: WeightedScores) -> Tensor:
+        scores = weighted.scores
         v = scores.positive[:, None] - scores.logits
         if self.aggregate == "max":
-            if negatives.log_weights(scores) is not None:
+            if not weighted.uniform:
                 raise ValueError(
                     "Hinge(aggregate='max') takes the max over negatives and cannot use importance "
-                    f"weights; got negatives={type(negatives).__name__} with non-uniform weights "
+                    f"weights; got negatives={weighted.source or 'a distribution'} with non-uniform weights "
                     "(use aggregate='mean', or Uniform/Subsample/CollisionFree negatives)"
                 )
             return hinge_max(v, scores.mask, margin=self.margin)
-        q = negative_probabilities(scores, negatives)
-        return weighted_mean(torch.clamp_min(self.margin - v, 0.0), q, scores.mask)
+        return weighted.weighted_mean(torch.clamp_min(self.margin - v, 0.0))
 
     def _config(self) -> dict[str, object]:
         return {"margin": self.margin, "aggregate": self.aggregate}

@@ -1,14 +1,12 @@
-"""InfoGraph's Jensen–Shannon objective with weighted negatives (HCL seed ``001`` App. B)."""
+"""InfoGraph's Jensen–Shannon objective with weighted negatives (Robinson et al., ICLR 2021, App. B)."""
 
 from __future__ import annotations
 
 import torch.nn.functional as F
 from torch import Tensor
 
-from hardneg.negatives.base import NegativeDistribution
-from hardneg.objectives._weights import negative_probabilities, weighted_mean
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
-from hardneg.scores import Scores
 
 __all__ = ["JensenShannon"]
 
@@ -16,7 +14,7 @@ __all__ = ["JensenShannon"]
 class JensenShannon(Objective):
     r"""Negative of the Jensen–Shannon MI estimator, negatives from the negative distribution.
 
-    HCL App. B.2 (seed ``001``; Nowozin et al.'s JSD estimator as used by InfoGraph) with the
+    Robinson et al. (ICLR 2021), App. B.2 (Nowozin et al.'s JSD estimator as used by InfoGraph, Sun et al., ICLR 2020) with the
     discriminator ``T`` = the logits and ``sp(z) = log(1 + e^z)``:
 
         L_i = sp(−s⁺_i) + Σ_{j valid} q_ij sp(s_ij),   q_ij = w_ij / N_i,
@@ -36,9 +34,9 @@ class JensenShannon(Objective):
         super().__init__()
         self.subtract_log4 = bool(subtract_log4)
 
-    def forward(self, scores: Scores, negatives: NegativeDistribution) -> Tensor:
-        q = negative_probabilities(scores, negatives)
-        loss = F.softplus(-scores.positive) + weighted_mean(F.softplus(scores.logits), q, scores.mask)
+    def forward(self, weighted: WeightedScores) -> Tensor:
+        scores = weighted.scores
+        loss = F.softplus(-scores.positive) + weighted.weighted_mean(F.softplus(scores.logits))
         return loss - 1.3862943611198906 if self.subtract_log4 else loss
 
     def _config(self) -> dict[str, object]:

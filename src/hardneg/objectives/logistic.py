@@ -8,23 +8,22 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hardneg._validation import check_positive
-from hardneg.negatives.base import NegativeDistribution
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
-from hardneg.scores import Scores
 
 __all__ = ["Logistic", "LogisticMPair"]
 
 
 class LogisticMPair(Objective):
-    r"""The m-pair multiclass logistic loss with weight q (seed ``002`` eq. (1)).
+    r"""The m-pair multiclass logistic loss with weight q (Jiang et al., arXiv:2111.03169, eq. (1)).
 
         L_i = log(1 + (q/N_i) Σ_{j valid} w_ij e^{v_ij}),   v_ij = s_ij − s⁺_i,
 
     i.e. ``(q/m) Σ_i e^{v_i}`` with the m = N_i negatives drawn from the negative distribution,
     written as the importance-weighted sum (``w`` mean one). Computed as
-    ``softplus(log Σ_j w_ij e^{s_ij} + log q − log N_i − s⁺_i)``. The seed's inner products are
+    ``softplus(log Σ_j w_ij e^{s_ij} + log q − log N_i − s⁺_i)``. The paper's inner products are
     the logits at temperature t = 1 on normalised embeddings. Its min-max value (constant f)
-    is ``log(1 + q)`` (seed ``002`` Theorem 1). Equal to :class:`~hardneg.objectives.InfoNCE`
+    is ``log(1 + q)`` (Jiang et al., Theorem 1). Equal to :class:`~hardneg.objectives.InfoNCE`
     with a fixed ``q``; choose it to follow the OT paper's notation and defaults (q = 1).
 
     Args:
@@ -35,8 +34,9 @@ class LogisticMPair(Objective):
         super().__init__()
         self.q = check_positive("q", q)
 
-    def forward(self, scores: Scores, negatives: NegativeDistribution) -> Tensor:
-        log_neg = negatives.log_weighted_sum(scores) + math.log(self.q) - scores.num_valid().log()
+    def forward(self, weighted: WeightedScores) -> Tensor:
+        scores = weighted.scores
+        log_neg = weighted.log_weighted_sum + math.log(self.q) - scores.num_valid().log()
         return F.softplus(log_neg - scores.positive)
 
     def _config(self) -> dict[str, object]:
@@ -44,7 +44,7 @@ class LogisticMPair(Objective):
 
 
 class Logistic(Objective):
-    r"""Arora et al.'s k-way logistic loss (seed ``003`` §2, Def. 2.3) with weighted negatives.
+    r"""Arora et al.'s k-way logistic loss (ICML 2019, §2, Def. 2.3) with weighted negatives.
 
         L_i = log_base(1 + Σ_{j valid} w_ij e^{−v_ij}),   v_ij = s⁺_i − s_ij,
 
@@ -66,8 +66,9 @@ class Logistic(Objective):
             raise ValueError(f"base must be a finite number > 1, got {base!r}")
         self.base = b
 
-    def forward(self, scores: Scores, negatives: NegativeDistribution) -> Tensor:
-        return F.softplus(negatives.log_weighted_sum(scores) - scores.positive) / math.log(self.base)
+    def forward(self, weighted: WeightedScores) -> Tensor:
+        scores = weighted.scores
+        return F.softplus(weighted.log_weighted_sum - scores.positive) / math.log(self.base)
 
     def _config(self) -> dict[str, object]:
         return {"base": self.base}

@@ -1,4 +1,4 @@
-"""The triplet loss with margin η (seed ``002`` §IV) on weighted negatives."""
+"""The triplet loss with margin η (Jiang et al., arXiv:2111.03169, §IV) on weighted negatives."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import torch
 from torch import Tensor
 
 from hardneg._validation import check_positive
-from hardneg.negatives.base import NegativeDistribution
-from hardneg.objectives._weights import negative_probabilities, weighted_mean
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
-from hardneg.scores import Scores
 
 __all__ = ["TRIPLET_AGGREGATES", "Triplet"]
 
@@ -17,7 +15,7 @@ TRIPLET_AGGREGATES = ("mean", "mean_difference")
 
 
 class Triplet(Objective):
-    r"""Triplet loss ``max(0, 2v + η)``, ``v = f(x)ᵀf(x⁻) − f(x)ᵀf(x⁺)`` (seed ``002`` §IV).
+    r"""Triplet loss ``max(0, 2v + η)``, ``v = f(x)ᵀf(x⁻) − f(x)ᵀf(x⁺)`` (Jiang et al., arXiv:2111.03169, §IV).
 
     On the unit sphere ``2v = ‖f(x) − f(x⁺)‖² − ‖f(x) − f(x⁻)‖²``, so this is the classic
     triplet loss with margin η. With ``v_ij = s_ij − s⁺_i`` (logits; t = 1 gives the paper's
@@ -41,12 +39,12 @@ class Triplet(Objective):
             raise ValueError(f"aggregate must be one of {TRIPLET_AGGREGATES}, got {aggregate!r}")
         self.aggregate = aggregate
 
-    def forward(self, scores: Scores, negatives: NegativeDistribution) -> Tensor:
-        q = negative_probabilities(scores, negatives)
+    def forward(self, weighted: WeightedScores) -> Tensor:
+        scores = weighted.scores
         v = scores.logits - scores.positive[:, None]
         if self.aggregate == "mean":
-            return weighted_mean(torch.clamp_min(2.0 * v + self.margin, 0.0), q, scores.mask)
-        return torch.clamp_min(2.0 * weighted_mean(v, q, scores.mask) + self.margin, 0.0)
+            return weighted.weighted_mean(torch.clamp_min(2.0 * v + self.margin, 0.0))
+        return torch.clamp_min(2.0 * weighted.weighted_mean(v) + self.margin, 0.0)
 
     def _config(self) -> dict[str, object]:
         return {"margin": self.margin, "aggregate": self.aggregate}

@@ -1,11 +1,8 @@
-"""Scores: anchor/positive/candidate logits and the validity mask.
+"""Score layouts: from embeddings to :class:`~hardneg.scores.Scores` (step 1 of the loss engine).
 
-This is step 1 of the loss engine (see ``DESIGN.md``): every objective in hardneg reads a
-:class:`Scores` object and nothing else from the embeddings.
-
-Symbols (shared with the seeds): anchors ``a_i``, their positives ``p_i``, candidate negatives
-``c_j``, temperature ``t``; positive logits ``s⁺_i = ⟨a_i, p_i⟩ / t`` and candidate logits
-``s_ij = ⟨a_i, c_j⟩ / t``. ``mask[i, j]`` says whether ``c_j`` is a valid negative for ``a_i``.
+Two layouts: SimCLR's 2B views, each view an anchor and every other view a candidate
+(:func:`simclr_scores`), and the general one with separate anchors, positives and a candidate
+pool — a memory queue, gathered candidates, explicit negatives (:func:`pair_scores`).
 
 Memory is O(anchors × candidates): embeddings are never copied into an (A, K, d) tensor.
 """
@@ -13,7 +10,6 @@ Memory is O(anchors × candidates): embeddings are never copied into an (A, K, d
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
@@ -25,81 +21,15 @@ from hardneg._validation import (
     check_positive,
     check_same_device,
 )
+from hardneg.scores.value import Scores
 
 __all__ = [
-    "Scores",
     "check_two_views",
     "compute_dtype",
-    "count_valid",
     "pair_scores",
     "simclr_mask",
     "simclr_scores",
 ]
-
-
-@dataclass(frozen=True)
-class Scores:
-    """Logits and validity mask for one batch.
-
-    Shapes:
-        - ``positive``: (A,) positive logits ``s⁺_i``.
-        - ``logits``: (A, N) candidate logits ``s_ij``.
-        - ``mask``: (A, N) bool, True where ``c_j`` is a valid negative for ``a_i``.
-        - ``anchor_norms`` (A,), ``positive_norms`` (A,), ``candidate_norms`` (N,): norms of the
-          embeddings the logits were computed from (detached; for cosine diagnostics).
-        - ``anchor_labels`` (A,), ``candidate_labels`` (N,): optional integer labels, used only
-          by label-aware (oracle) negatives and collision diagnostics.
-
-    ``temperature`` is the ``t`` the logits were divided by.
-    """
-
-    positive: Tensor
-    logits: Tensor
-    mask: Tensor
-    temperature: float
-    anchor_norms: Tensor
-    positive_norms: Tensor
-    candidate_norms: Tensor
-    anchor_labels: Tensor | None = None
-    candidate_labels: Tensor | None = None
-    valid_counts: Tensor | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def num_anchors(self) -> int:
-        return int(self.logits.shape[0])
-
-    @property
-    def num_candidates(self) -> int:
-        return int(self.logits.shape[1])
-
-    def num_valid(self) -> Tensor:
-        """Number of valid negatives ``N_i`` of each anchor, shape (A,), in the logits' dtype.
-
-        Counted once per :class:`Scores` (an int32 row sum: summing a bool matrix into the
-        default int64 costs a full copy) and cached; layouts that know the counts pass them in.
-        """
-        if self.valid_counts is None:
-            object.__setattr__(self, "valid_counts", count_valid(self.mask))
-        assert self.valid_counts is not None
-        return self.valid_counts.to(self.logits.dtype)
-
-    def with_mask(self, mask: Tensor) -> Scores:
-        """The same scores with another validity mask (e.g. K-subsampled, collision-free)."""
-        if mask.shape != self.logits.shape or mask.dtype != torch.bool:
-            raise ValueError(
-                f"mask must be a bool tensor of shape {tuple(self.logits.shape)}, "
-                f"got {mask.dtype} of shape {tuple(mask.shape)}"
-            )
-        return replace(self, mask=mask, valid_counts=None)
-
-    def masked_logits(self) -> Tensor:
-        """``s_ij`` where valid, ``-inf`` elsewhere (one pass over the matrix)."""
-        return self.logits.masked_fill(~self.mask, float("-inf"))
-
-
-def count_valid(mask: Tensor) -> Tensor:
-    """Row counts of a bool (A, N) mask as int32, shape (A,)."""
-    return mask.sum(dim=1, dtype=torch.int32)
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -168,7 +98,7 @@ def simclr_scores(
     normalize: bool = True,
     labels: Tensor | None = None,
 ) -> Scores:
-    """SimCLR's 2B-view layout (HCL seed ``001`` §3 and App. D: N = 2B − 2).
+    """SimCLR's 2B-view layout (Chen et al., ICML 2020; Robinson et al., ICLR 2021, §3 and App. D: N = 2B − 2).
 
     The 2B views ``v = [z1; z2]`` are both the anchors and the candidates: ``s = v vᵀ / t``,
     anchor ``i`` has positive ``(i + B) mod 2B`` and its valid negatives are the other 2B − 2
@@ -221,7 +151,7 @@ def pair_scores(
 ) -> Scores:
     """General layout: anchors, their positives, and a separate candidate pool.
 
-    Used for a memory queue (MoCo-v2, HCL App. C.1), negatives gathered from other processes,
+    Used for a memory queue (MoCo-v2; Robinson et al., ICLR 2021, App. C.1), negatives gathered from other processes,
     explicit per-anchor negatives (give a ``mask``), or any pairing a user builds.
 
     Shapes:

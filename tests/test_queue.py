@@ -10,6 +10,7 @@ from torch import nn
 
 from hardneg import ContrastiveLoss
 from hardneg.negatives import Hard
+from tests.reference.moco import MocoReference
 from hardneg.queue import MemoryQueue, momentum_update
 
 
@@ -70,7 +71,7 @@ def test_queue_errors() -> None:
 
 
 def test_queue_forward_matches_reference_then_enqueues() -> None:
-    """HCL App. C.1 layout: Hard(β) with τ⁺ = 0 over the queue; float64 loop reference."""
+    """Robinson et al. (ICLR 2021), App. C.1: Hard(β) with τ⁺ = 0 over the queue; float64 loop reference."""
     g = torch.Generator().manual_seed(0)
     queue = MemoryQueue(size=16, dim=4, dtype=torch.float64)
     queue.enqueue(torch.randn(10, 4, generator=g, dtype=torch.float64))
@@ -92,7 +93,32 @@ def test_queue_forward_matches_reference_then_enqueues() -> None:
         pos = math.exp(float(nq[i] @ nk[i]) / t)
         assert abs(float(got[i].detach()) + math.log(pos / (pos + neg))) < 1e-10
     assert len(queue) == 13
-    torch.testing.assert_close(queue.ordered()[-3:], kv)
+    torch.testing.assert_close(queue.ordered()[-3:], torch.nn.functional.normalize(kv, dim=1))
+
+
+def test_queue_forward_matches_moco_reference_code_over_steps() -> None:
+    """Loss and queue contents equal MoCo's reference code step by step, through a wrap-around:
+    keys are enqueued normalised, after the loss (never their own negatives)."""
+    g = torch.Generator().manual_seed(1)
+    init = torch.randn(8, 5, generator=g, dtype=torch.float64)
+    ref = MocoReference(init)
+    queue = MemoryQueue(size=8, dim=5, dtype=torch.float64)
+    queue.enqueue(torch.nn.functional.normalize(init, dim=1))
+    loss_fn = ContrastiveLoss(temperature=0.07, reduction="none")
+    for _ in range(5):  # 5 steps of 4 keys: the 8-slot queue wraps around twice
+        q = torch.randn(4, 5, generator=g, dtype=torch.float64) * 3.0
+        k = torch.randn(4, 5, generator=g, dtype=torch.float64) * 0.2
+        got = loss_fn.queue_forward(q, k, queue)
+        want = ref.step(q, k, 0.07)
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(queue.keys, ref.queue.T, rtol=0, atol=1e-15)
+
+
+def test_queue_forward_labels_unknown_keys_as_minus_one() -> None:
+    queue = MemoryQueue(size=6, dim=3, with_labels=True)
+    queue.enqueue(torch.randn(2, 3), labels=torch.tensor([0, 1]))
+    ContrastiveLoss().queue_forward(torch.randn(2, 3), torch.randn(2, 3), queue)
+    assert queue.candidate_labels().tolist() == [0, 1, -1, -1]
 
 
 def test_queue_forward_unnormalized_keeps_backward_valid() -> None:

@@ -10,25 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hardneg import ContrastiveLoss, negatives
-
-
-def direct_exp_hcl(
-    z1: torch.Tensor, z2: torch.Tensor, t: float, tau_plus: float, beta: float
-) -> torch.Tensor:
-    """The authors' estimator transcribed with exp of raw logits, in the inputs' dtype."""
-    b = z1.shape[0]
-    v = torch.cat([z1, z2])
-    sim = torch.exp(v @ v.T / t)
-    mask = ~torch.eye(2 * b, dtype=torch.bool)
-    idx = torch.arange(2 * b)
-    mask[idx, (idx + b) % (2 * b)] = False
-    neg = sim.masked_select(mask).view(2 * b, -1)
-    pos = sim[idx, (idx + b) % (2 * b)]
-    n = 2 * b - 2
-    imp = (beta * neg.log()).exp()
-    reweight = (imp * neg).sum(-1) / imp.mean(-1)
-    ng = ((-tau_plus * n * pos + reweight) / (1 - tau_plus)).clamp(min=n * math.exp(-1 / t))
-    return (-torch.log(pos / (pos + ng))).mean()
+from tests.reference.hcl import direct_exp_hcl
 
 
 @settings(max_examples=40, deadline=None)

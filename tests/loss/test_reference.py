@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 
 from hardneg import ContrastiveLoss, negatives, pair_scores
 from hardneg.objectives import Debiased
-
-from .reference import hcl_reference_pairs, hcl_reference_simclr
+from tests.reference.hcl import hcl_reference_pairs, hcl_reference_simclr
 
 params = st.fixed_dictionaries(
     {

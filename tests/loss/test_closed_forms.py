@@ -83,7 +83,7 @@ def test_clamp_binds_exactly_when_numerator_below_floor() -> None:
 
 
 def test_large_beta_tends_to_the_hardest_negative() -> None:
-    """Prop. 3 (seed 001): as β → ∞, Σ_j w_ij e^{s_ij} → N_i · max_j e^{s_ij}."""
+    """Robinson et al. (ICLR 2021), Prop. 3: as β → ∞, Σ_j w_ij e^{s_ij} → N_i · max_j e^{s_ij}."""
     g = torch.Generator().manual_seed(4)
     scores = simclr_scores(
         torch.randn(6, 5, generator=g, dtype=torch.float64),
@@ -92,7 +92,7 @@ def test_large_beta_tends_to_the_hardest_negative() -> None:
     )
     hardest = scores.masked_logits().amax(dim=1) + scores.num_valid().log()
     errs = [
-        (negatives.Hard(beta=beta).log_weighted_sum(scores) - hardest).abs().max().item()
+        (negatives.Hard(beta=beta).weigh(scores).log_weighted_sum - hardest).abs().max().item()
         for beta in (1.0, 10.0, 100.0, 1000.0)
     ]
     assert errs == sorted(errs, reverse=True) and errs[-1] < 1e-2
@@ -107,7 +107,7 @@ def test_hard_fast_path_equals_explicit_weights() -> None:
     )
     hard = negatives.Hard(beta=2.5)
     explicit = torch.logsumexp(scores.logits + hard.log_weights(scores), dim=1)
-    torch.testing.assert_close(hard.log_weighted_sum(scores), explicit, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(hard.weigh(scores).log_weighted_sum, explicit, rtol=1e-12, atol=1e-12)
 
 
 def test_weights_have_mean_one_over_valid_candidates() -> None:

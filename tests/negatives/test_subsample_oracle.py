@@ -9,11 +9,10 @@ import torch
 
 from hardneg import ContrastiveLoss, negatives, pair_scores, simclr_scores
 from hardneg.functional import loss_from_scores
-from hardneg.loss_diagnostics import negative_diagnostics
+from hardneg.reduction import negative_diagnostics
 from hardneg.negatives import CollisionFree, Hard, Subsample, subsample_mask
 from hardneg.objectives import InfoNCE
-
-from .conftest import views
+from tests.reference.data import views
 
 
 def _random_mask(a: int, n: int, p: float, seed: int) -> torch.Tensor:
@@ -82,12 +81,12 @@ def test_subsample_with_all_negatives_equals_base() -> None:
 
 
 def test_subsample_composes_with_hard_reference() -> None:
-    """Subsample(K, Hard) = HCL weights renormalised over the K kept negatives (float64 loop)."""
+    """Subsample(K, Hard) = hard-negative weights renormalised over the K kept negatives (float64 loop)."""
     z1, z2 = views(b=5)
     gen = torch.Generator().manual_seed(11)
     dist = Subsample(num_negatives=3, base=Hard(beta=0.7), generator=gen)
     scores = dist.prepare(simclr_scores(z1, z2, temperature=0.5))
-    out = InfoNCE()(scores, dist)
+    out = InfoNCE()(dist.weigh(scores))
     for i in range(scores.num_anchors):
         js = [j for j in range(scores.num_candidates) if scores.mask[i, j]]
         assert len(js) == 3
@@ -115,7 +114,7 @@ def test_collision_free_drops_same_label_candidates() -> None:
     yy = torch.cat([y, y])
     expected = scores.mask & (yy[:, None] != yy[None, :])
     assert torch.equal(prepared.mask, expected)
-    diag = negative_diagnostics(prepared, CollisionFree())
+    diag = negative_diagnostics(CollisionFree().weigh(prepared))
     assert diag["collision_rate"] == 0.0 and diag["collision_rate_weighted"] == 0.0
 
 
@@ -156,7 +155,7 @@ def test_collision_diagnostics_are_correct() -> None:
     y = torch.tensor([0, 1, 0, 2, 1, 0])
     scores = simclr_scores(z1, z2, temperature=0.5, labels=y)
     dist = Hard(beta=1.0)
-    diag = negative_diagnostics(scores, dist)
+    diag = negative_diagnostics(dist.weigh(scores))
     yy = torch.cat([y, y]).tolist()
     same = tot = 0
     weighted = []

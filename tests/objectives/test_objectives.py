@@ -1,4 +1,4 @@
-"""The loss family (seeds 002, 003, 001 App. B) against float64 loops written from the papers."""
+"""The loss family (Jiang et al.; Arora et al.; Robinson et al. App. B) against the float64 references."""
 
 from __future__ import annotations
 
@@ -22,64 +22,11 @@ from hardneg.objectives import (
     Triplet,
     block_loss,
 )
-
-from .conftest import views
+from tests.reference.data import views
+from tests.reference.objectives import block_losses, objective_losses, plain_simclr, probabilities
 
 T = 0.5
 LABELS = torch.tensor([0, 1, 2, 0])
-
-
-def _plain(
-    z1: torch.Tensor, z2: torch.Tensor, t: float
-) -> tuple[list[float], list[list[float]], list[list[int]]]:
-    """SimCLR layout by hand: positive logit, all logits, valid negatives of each of the 2B anchors."""
-    v = [x / math.sqrt(float(x @ x)) for x in torch.cat([z1, z2])]
-    n, b = len(v), z1.shape[0]
-    s = [[float(v[i] @ v[j]) / t for j in range(n)] for i in range(n)]
-    pos = [s[i][(i + b) % n] for i in range(n)]
-    valid = [[j for j in range(n) if j != i and j != (i + b) % n] for i in range(n)]
-    return pos, s, valid
-
-
-def _ref_probabilities(
-    kind: str, s: list[list[float]], valid: list[list[int]], beta: float = 0.5
-) -> list[dict[int, float]]:
-    out = []
-    for i, js in enumerate(valid):
-        raw = {j: (beta * s[i][j] if kind == "hard" else 0.0) for j in js}
-        m = max(raw.values())
-        z = sum(math.exp(r - m) for r in raw.values())
-        out.append({j: math.exp(r - m) / z for j, r in raw.items()})
-    return out
-
-
-def _ref_loss(name: str, pos: list[float], s: list[list[float]], q: list[dict[int, float]]) -> list[float]:
-    out = []
-    for i, qi in enumerate(q):
-        n = len(qi)
-        w = {j: n * p for j, p in qi.items()}  # mean-one weights
-        sp, si = pos[i], s[i]
-        if name == "logistic_mpair":  # seed 002 eq. (1), q = 2
-            out.append(math.log(1 + 2.0 / n * sum(w[j] * math.exp(si[j] - sp) for j in qi)))
-        elif name == "logistic_base2":  # seed 003 Def. 2.3
-            out.append(math.log2(1 + sum(w[j] * math.exp(-(sp - si[j])) for j in qi)))
-        elif name == "hinge_max":
-            out.append(max(0.0, 1.0 + max(-(sp - si[j]) for j in qi)))
-        elif name == "hinge_mean":
-            out.append(sum(p * max(0.0, 1.0 - (sp - si[j])) for j, p in qi.items()))
-        elif name == "triplet":  # seed 002 §IV: max(0, 2v + η), η = 0.5
-            out.append(sum(p * max(0.0, 2 * (si[j] - sp) + 0.5) for j, p in qi.items()))
-        elif name == "triplet_md":
-            out.append(max(0.0, 2 * sum(p * (si[j] - sp) for j, p in qi.items()) + 0.5))
-        elif name == "bcl":  # seed 002 eq. (9)
-            out.append(sum(p * si[j] for j, p in qi.items()) - sp)
-        elif name == "jsd":  # seed 001 App. B
-            out.append(
-                math.log1p(math.exp(-sp)) + sum(p * math.log1p(math.exp(si[j])) for j, p in qi.items())
-            )
-        else:
-            raise AssertionError(name)
-    return out
 
 
 OBJECTIVES: dict[str, Callable[[], Objective]] = {
@@ -107,8 +54,8 @@ def test_objective_matches_paper_reference(name: str, kind: str) -> None:
         objective=OBJECTIVES[name](),
         reduction="none",
     ).per_anchor
-    pos, s, valid = _plain(z1, z2, T)
-    expected = _ref_loss(name, pos, s, _ref_probabilities(kind, s, valid))
+    pos, s, valid = plain_simclr(z1, z2, T)
+    expected = objective_losses(name, pos, s, probabilities(kind, s, valid))
     torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float64), atol=1e-10, rtol=1e-10)
 
 
@@ -120,9 +67,9 @@ def test_objective_with_ot_weights_matches_reference(name: str) -> None:
     got = loss_from_scores(scores, negatives=dist, objective=OBJECTIVES[name](), reduction="none").per_anchor
     ell = dist.log_weights(scores)
     assert ell is not None
-    pos, s, valid = _plain(z1, z2, T)
+    pos, s, valid = plain_simclr(z1, z2, T)
     q = [{j: math.exp(float(ell[i, j])) / len(js) for j in js} for i, js in enumerate(valid)]
-    expected = _ref_loss(name, pos, s, q)
+    expected = objective_losses(name, pos, s, q)
     torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float64), atol=1e-10, rtol=1e-10)
 
 
@@ -166,7 +113,7 @@ def test_hinge_max_refuses_importance_weights_and_accepts_subsample() -> None:
         loss_from_scores(scores, negatives=Hard(beta=1.0), objective=Hinge())
     sub = Subsample(num_negatives=2, generator=torch.Generator().manual_seed(3))
     prepared = sub.prepare(scores)
-    got = Hinge()(prepared, sub)
+    got = Hinge()(sub.weigh(prepared))
     for i in range(8):
         js = [j for j in range(8) if prepared.mask[i, j]]
         ref = max(0.0, 1.0 + max(float(prepared.logits[i, j] - prepared.positive[i]) for j in js))
@@ -186,25 +133,25 @@ def test_small_temperature_and_epsilon_no_nan(name: str) -> None:
 
 
 def test_min_max_values_at_constant_representation() -> None:
-    """Seed 002 Theorem 1: at a constant f, NCE gives log(1 + q), triplet gives η, BCL gives 0."""
+    """Jiang et al. (arXiv:2111.03169), Theorem 1: at a constant f, NCE gives log(1 + q), triplet gives η, BCL gives 0."""
     z = torch.ones(4, 3, dtype=torch.float64)
     scores = simclr_scores(z, z.clone(), temperature=1.0)
-    u = Uniform()
+    u = Uniform().weigh(scores)
     assert torch.allclose(
-        LogisticMPair(q=256.0)(scores, u), torch.full((8,), math.log(257.0), dtype=torch.float64)
+        LogisticMPair(q=256.0)(u), torch.full((8,), math.log(257.0), dtype=torch.float64)
     )
-    assert torch.allclose(Triplet(margin=0.3)(scores, u), torch.full((8,), 0.3, dtype=torch.float64))
-    assert torch.allclose(BasicContrastive()(scores, u), torch.zeros(8, dtype=torch.float64))
+    assert torch.allclose(Triplet(margin=0.3)(u), torch.full((8,), 0.3, dtype=torch.float64))
+    assert torch.allclose(BasicContrastive()(u), torch.zeros(8, dtype=torch.float64))
     assert torch.allclose(
-        Logistic(base=2.0)(scores, u), torch.full((8,), math.log2(7.0), dtype=torch.float64)
+        Logistic(base=2.0)(u), torch.full((8,), math.log2(7.0), dtype=torch.float64)
     )
 
 
 def test_jsd_log4_offset() -> None:
     z1, z2 = views(b=3)
     scores = simclr_scores(z1, z2, temperature=1.0)
-    a = JensenShannon()(scores, Uniform())
-    b = JensenShannon(subtract_log4=True)(scores, Uniform())
+    a = JensenShannon()(Uniform().weigh(scores))
+    b = JensenShannon(subtract_log4=True)(Uniform().weigh(scores))
     torch.testing.assert_close(a - b, torch.full_like(a, 2 * math.log(2)))
 
 
@@ -221,23 +168,6 @@ def test_objective_argument_errors() -> None:
         Triplet(aggregate="max")
 
 
-def _block_ref(a: torch.Tensor, p: torch.Tensor, n: torch.Tensor, loss: str, base: float) -> list[float]:
-    a, p, n = a.detach(), p.detach(), n.detach()
-    out = []
-    for i in range(a.shape[0]):
-        b = p.shape[1]
-        pm = [sum(float(p[i, l, k]) for l in range(b)) / b for k in range(a.shape[1])]
-        vs = []
-        for m in range(n.shape[1]):
-            nm = [sum(float(n[i, m, l, k]) for l in range(b)) / b for k in range(a.shape[1])]
-            vs.append(sum(float(a[i, k]) * (pm[k] - nm[k]) for k in range(a.shape[1])))
-        if loss == "hinge":
-            out.append(max(0.0, 1.0 + max(-v for v in vs)))
-        else:
-            out.append(math.log(1 + sum(math.exp(-v) for v in vs)) / math.log(base))
-    return out
-
-
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
 @pytest.mark.parametrize("m", [1, 3])
 def test_block_loss_matches_reference_and_gradcheck(loss: str, m: int) -> None:
@@ -246,12 +176,12 @@ def test_block_loss_matches_reference_and_gradcheck(loss: str, m: int) -> None:
     p = torch.randn(5, 2, 3, generator=g, dtype=torch.float64, requires_grad=True)
     n = torch.randn(5, m, 2, 3, generator=g, dtype=torch.float64, requires_grad=True)
     got = block_loss(a, p, n, loss=loss, base=2.0, reduction="none")
-    torch.testing.assert_close(got, torch.tensor(_block_ref(a, p, n, loss, 2.0), dtype=torch.float64))
+    torch.testing.assert_close(got, torch.tensor(block_losses(a, p, n, loss, 2.0), dtype=torch.float64))
     assert torch.autograd.gradcheck(lambda x, y, z: block_loss(x, y, z, loss=loss, base=2.0), (a, p, n))
     # b = 1 block loss is the pairwise loss of Def. 2.3
     pair = block_loss(a, p[:, :1], n[:, :, :1], loss=loss, base=2.0, reduction="none")
     torch.testing.assert_close(
-        pair, torch.tensor(_block_ref(a, p[:, :1], n[:, :, :1], loss, 2.0), dtype=torch.float64)
+        pair, torch.tensor(block_losses(a, p[:, :1], n[:, :, :1], loss, 2.0), dtype=torch.float64)
     )
 
 

@@ -1,6 +1,7 @@
-"""Independent float64 re-derivation of HCL's estimator, written from the paper and the authors'
-``image/main.py`` (seed ``001`` Fig. 13, THEORY.md §4) — deliberately *not* log-domain and not
-sharing any code with ``hardneg``: plain loops, direct ``exp``, float64.
+"""Independent float64 re-derivation of the hard-negative estimator of Robinson et al. (ICLR 2021),
+written from the paper (§3 eq. (4), Fig. 13) and a transcription of the authors' ``image/main.py``
+— deliberately *not* log-domain and not sharing any code with ``hardneg``: plain loops, direct
+``exp``, float64.
 """
 
 from __future__ import annotations
@@ -71,3 +72,22 @@ def hcl_reference_pairs(
         ng = torch.clamp(ng, min=n * math.exp(-1 / temperature))
         out.append(torch.log1p(ng / pos))
     return torch.stack(out)
+
+
+def direct_exp_hcl(
+    z1: torch.Tensor, z2: torch.Tensor, t: float, tau_plus: float, beta: float
+) -> torch.Tensor:
+    """The authors' estimator transcribed with exp of raw logits, in the inputs' dtype."""
+    b = z1.shape[0]
+    v = torch.cat([z1, z2])
+    sim = torch.exp(v @ v.T / t)
+    mask = ~torch.eye(2 * b, dtype=torch.bool)
+    idx = torch.arange(2 * b)
+    mask[idx, (idx + b) % (2 * b)] = False
+    neg = sim.masked_select(mask).view(2 * b, -1)
+    pos = sim[idx, (idx + b) % (2 * b)]
+    n = 2 * b - 2
+    imp = (beta * neg.log()).exp()
+    reweight = (imp * neg).sum(-1) / imp.mean(-1)
+    ng = ((-tau_plus * n * pos + reweight) / (1 - tau_plus)).clamp(min=n * math.exp(-1 / t))
+    return (-torch.log(pos / (pos + ng))).mean()

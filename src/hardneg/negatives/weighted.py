@@ -1,0 +1,113 @@
+"""``WeightedScores``: step 2's output, made once per loss call and read by every later step.
+
+A negative distribution evaluates to the scores it samples from (after any mask change) plus
+log importance weights ``ℓ_ij`` with mean one over each anchor's ``N_i`` valid candidates,
+
+    log Σ_{j valid} e^{ℓ_ij} = log N_i,    ℓ_ij = −inf where ``mask[i, j]`` is False,
+
+so that ``Σ_j e^{ℓ_ij + s_ij} = N_i · E_{c∼q(·|a_i)}[e^{s_ij}]``, the importance-sampling
+estimate of Robinson et al. (ICLR 2021), §3 eq. (4), with ``Q = N``.
+
+The objective and the diagnostics both read this object; the log weights and the weighted
+negative sum ``log Σ_j w_ij e^{s_ij}`` are each computed at most once (memoised on first use),
+and a distribution with a cheaper closed form for the sum (e.g. hard negatives) supplies it so
+that NCE-type objectives never materialise the weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from hardneg._lse import masked_logsumexp
+from hardneg.scores import Scores
+
+__all__ = ["WeightedScores"]
+
+_Lazy = Tensor | Callable[[], Tensor] | None
+
+
+class WeightedScores:
+    """Scores, log weights and the memoised weighted negative sum of one batch.
+
+    Args:
+        scores: the scores the distribution samples from (mask already restricted, e.g. by
+            K-subsampling or collision-free negatives).
+        log_weights: ``ℓ`` (A, N) with ``−inf`` off the mask, or a zero-argument callable that
+            computes it on first use; ``None`` means uniform weights (``ℓ = 0`` on the mask).
+        log_weighted_sum: optional closed form of ``log Σ_j e^{ℓ_ij + s_ij}`` (A,) (a tensor
+            or a zero-argument callable); by default it is computed from ``log_weights``.
+        info: per-call facts of the distribution for the diagnostics (e.g. Sinkhorn's
+            iterations and marginal error); plain floats.
+        source: a description of the distribution that made it (for error messages).
+    """
+
+    __slots__ = ("_log_weights", "_lws", "info", "scores", "source", "uniform")
+
+    def __init__(
+        self,
+        scores: Scores,
+        *,
+        log_weights: _Lazy = None,
+        log_weighted_sum: _Lazy = None,
+        info: dict[str, float] | None = None,
+        source: str = "",
+    ) -> None:
+        self.scores = scores
+        self.uniform = log_weights is None
+        self._log_weights: _Lazy = log_weights
+        self._lws: _Lazy = log_weighted_sum
+        self.info: dict[str, float] = dict(info or {})
+        self.source = source
+
+    @property
+    def log_weights(self) -> Tensor | None:
+        """``ℓ`` (A, N), ``−inf`` off the mask; ``None`` for uniform weights. Computed once."""
+        if callable(self._log_weights):
+            self._log_weights = self._log_weights()
+        return self._log_weights
+
+    @property
+    def log_weighted_sum(self) -> Tensor:
+        """``log Σ_{j valid} e^{ℓ_ij + s_ij}`` per anchor (A,), i.e. ``log(N_i · E_q[e^{s}])``.
+
+        The negative term of NCE-type objectives; computed once (closed form when given).
+        """
+        if self._lws is None:
+            ell = self.log_weights
+            s = self.scores
+            self._lws = (
+                masked_logsumexp(s.logits, s.mask) if ell is None else torch.logsumexp(s.logits + ell, dim=1)
+            )
+        elif callable(self._lws):
+            self._lws = self._lws()
+        return self._lws
+
+    def dense_log_weights(self) -> Tensor:
+        """``ℓ`` (A, N) as a tensor also for uniform weights (``0`` on the mask, ``−inf`` off it)."""
+        ell = self.log_weights
+        if ell is not None:
+            return ell
+        return torch.zeros_like(self.scores.logits).masked_fill(~self.scores.mask, float("-inf"))
+
+    def probabilities(self) -> Tensor:
+        """``q_ij = e^{ℓ_ij} / N_i`` (A, N): each row a probability over its valid negatives.
+
+        Exponentiates the log weights (``ℓ ≤ log N_i``, bounded), never a raw logit.
+        """
+        s = self.scores
+        ell = self.log_weights
+        n = s.num_valid()[:, None]
+        if ell is None:
+            return s.mask.to(s.logits.dtype) / n
+        return torch.exp(ell - n.log())
+
+    def weighted_mean(self, values: Tensor) -> Tensor:
+        """``Σ_j q_ij values_ij`` over valid negatives (A,); invalid entries contribute exactly 0."""
+        return (self.probabilities() * values.masked_fill(~self.scores.mask, 0.0)).sum(dim=1)
+
+    def __repr__(self) -> str:
+        a, n = self.scores.logits.shape
+        return f"WeightedScores(anchors={a}, candidates={n}, uniform={self.uniform}, info={self.info})"

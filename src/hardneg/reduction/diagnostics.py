@@ -1,0 +1,68 @@
+"""Per-batch diagnostics of the negative distribution (step 4 of the loss engine).
+
+All quantities are computed without gradients from the :class:`~hardneg.negatives.WeightedScores`
+the objective used (no weight is computed a second time) and returned as Python floats.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from hardneg.negatives.weighted import WeightedScores
+from hardneg.scores import Scores, same_label
+
+__all__ = ["effective_sample_size", "negative_diagnostics"]
+
+
+def effective_sample_size(log_weights: Tensor) -> Tensor:
+    """Kish's effective sample size of each row's weights: ``(Σ_j w_ij)² / Σ_j w_ij²`` (Kish, 1965).
+
+    Computed in the log domain, ``exp(2 lse_j ℓ_ij − lse_j 2ℓ_ij)``; entries at ``−inf`` are
+    absent. Uniform weights over ``N_i`` valid candidates give ``N_i``; one weight gives 1.
+
+    Shapes: (A, N) → (A,).
+    """
+    return torch.exp(2 * torch.logsumexp(log_weights, dim=1) - torch.logsumexp(2 * log_weights, dim=1))
+
+
+def _cosines(scores: Scores) -> tuple[Tensor, Tensor]:
+    t = scores.temperature
+    denom_pos = (scores.anchor_norms * scores.positive_norms).clamp_min(1e-12)
+    pos = scores.positive.detach() * t / denom_pos
+    denom = (scores.anchor_norms[:, None] * scores.candidate_norms[None, :]).clamp_min(1e-12)
+    neg = scores.logits.detach() * t / denom
+    return pos, neg
+
+
+@torch.no_grad()
+def negative_diagnostics(weighted: WeightedScores) -> dict[str, float]:
+    """Diagnostics of one batch from the value object of step 2.
+
+    Keys: ``num_negatives`` (mean N_i), ``ess`` and ``ess_fraction`` (mean ESS_i and
+    ESS_i / N_i), ``pos_cosine`` (mean positive cosine), ``neg_cosine`` (mean cosine over valid
+    negatives, unweighted) and ``neg_cosine_weighted`` (weighted by the negative distribution)
+    and, with labels, ``collision_rate`` / ``collision_rate_weighted`` (fraction of negatives
+    sharing the anchor's *known* label; Ash et al., AISTATS 2022, §4).
+    """
+    scores = weighted.scores
+    mask = scores.mask
+    n_valid = scores.num_valid()
+    ell = weighted.dense_log_weights().detach()
+    w = ell.exp()  # weights (mean one over valid), 0 on invalid
+    ess = effective_sample_size(ell)
+    pos_cos, neg_cos = _cosines(scores)
+    neg_cos = neg_cos.masked_fill(~mask, 0.0)
+    out = {
+        "num_negatives": float(n_valid.mean()),
+        "ess": float(ess.mean()),
+        "ess_fraction": float((ess / n_valid).mean()),
+        "pos_cosine": float(pos_cos.mean()),
+        "neg_cosine": float(neg_cos.sum() / mask.sum()),
+        "neg_cosine_weighted": float(((w * neg_cos).sum(dim=1) / n_valid).mean()),
+    }
+    if scores.anchor_labels is not None and scores.candidate_labels is not None:
+        same = same_label(scores.anchor_labels, scores.candidate_labels) & mask
+        out["collision_rate"] = float(same.sum() / mask.sum())
+        out["collision_rate_weighted"] = float(((w * same).sum(dim=1) / n_valid).mean())
+    return out

@@ -1,0 +1,25 @@
+"""Step 1 of the loss engine: embeddings → :class:`Scores` (logits, positive logits, validity mask).
+
+Every later step — the negative distribution, the objective, the reduction — reads a
+:class:`Scores` and nothing else from the embeddings.
+"""
+
+from hardneg.scores.layouts import (
+    check_two_views,
+    compute_dtype,
+    pair_scores,
+    simclr_mask,
+    simclr_scores,
+)
+from hardneg.scores.value import Scores, count_valid, same_label
+
+__all__ = [
+    "Scores",
+    "check_two_views",
+    "compute_dtype",
+    "count_valid",
+    "pair_scores",
+    "same_label",
+    "simclr_mask",
+    "simclr_scores",
+]

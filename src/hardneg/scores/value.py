@@ -1,0 +1,94 @@
+"""The :class:`Scores` value object: logits and validity mask of one batch (step 1's output).
+
+Symbols: anchors ``a_i``, their positives ``p_i``, candidate negatives ``c_j``, temperature
+``t``; positive logits ``s⁺_i = ⟨a_i, p_i⟩ / t`` and candidate logits ``s_ij = ⟨a_i, c_j⟩ / t``.
+``mask[i, j]`` says whether ``c_j`` is a valid negative for ``a_i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch import Tensor
+
+__all__ = ["Scores", "count_valid", "same_label"]
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Logits and validity mask for one batch.
+
+    Shapes:
+        - ``positive``: (A,) positive logits ``s⁺_i``.
+        - ``logits``: (A, N) candidate logits ``s_ij``.
+        - ``mask``: (A, N) bool, True where ``c_j`` is a valid negative for ``a_i``.
+        - ``anchor_norms`` (A,), ``positive_norms`` (A,), ``candidate_norms`` (N,): norms of the
+          embeddings the logits were computed from (detached; for cosine diagnostics).
+        - ``anchor_labels`` (A,), ``candidate_labels`` (N,): optional integer labels, used only
+          by label-aware (oracle) negatives and collision diagnostics.
+
+    ``temperature`` is the ``t`` the logits were divided by.
+    """
+
+    positive: Tensor
+    logits: Tensor
+    mask: Tensor
+    temperature: float
+    anchor_norms: Tensor
+    positive_norms: Tensor
+    candidate_norms: Tensor
+    anchor_labels: Tensor | None = None
+    candidate_labels: Tensor | None = None
+    valid_counts: Tensor | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def num_anchors(self) -> int:
+        return int(self.logits.shape[0])
+
+    @property
+    def num_candidates(self) -> int:
+        return int(self.logits.shape[1])
+
+    def num_valid(self) -> Tensor:
+        """Number of valid negatives ``N_i`` of each anchor, shape (A,), in the logits' dtype.
+
+        Counted once per :class:`Scores` (an int32 row sum: summing a bool matrix into the
+        default int64 costs a full copy) and cached; layouts that know the counts pass them in.
+        """
+        if self.valid_counts is None:
+            object.__setattr__(self, "valid_counts", count_valid(self.mask))
+        assert self.valid_counts is not None
+        return self.valid_counts.to(self.logits.dtype)
+
+    def with_mask(self, mask: Tensor) -> Scores:
+        """The same scores with another validity mask (e.g. K-subsampled, collision-free)."""
+        if mask.shape != self.logits.shape or mask.dtype != torch.bool:
+            raise ValueError(
+                f"mask must be a bool tensor of shape {tuple(self.logits.shape)}, "
+                f"got {mask.dtype} of shape {tuple(mask.shape)}"
+            )
+        return replace(self, mask=mask, valid_counts=None)
+
+    def masked_logits(self) -> Tensor:
+        """``s_ij`` where valid, ``-inf`` elsewhere (one pass over the matrix)."""
+        return self.logits.masked_fill(~self.mask, float("-inf"))
+
+
+def count_valid(mask: Tensor) -> Tensor:
+    """Row counts of a bool (A, N) mask as int32, shape (A,)."""
+    return mask.sum(dim=1, dtype=torch.int32)
+
+
+
+
+def same_label(anchor_labels: Tensor, candidate_labels: Tensor) -> Tensor:
+    """``y_i == y_j`` for known labels, shape (A, N) bool.
+
+    Labels ``< 0`` mean *unknown* (e.g. STL-10's unlabelled images, keys of a MoCo queue that
+    were enqueued without labels): an unknown label never equals anything, itself included, so
+    it never counts as a collision and is never removed by collision-free negatives.
+    """
+    ya = anchor_labels.to(candidate_labels.device)
+    same = ya[:, None] == candidate_labels[None, :]
+    return same & (ya >= 0)[:, None] & (candidate_labels >= 0)[None, :]
