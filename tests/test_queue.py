@@ -10,8 +10,8 @@ from torch import nn
 
 from hardneg import ContrastiveLoss
 from hardneg.negatives import Hard
-from tests.reference.moco import MocoReference
 from hardneg.queue import MemoryQueue, momentum_update
+from tests.reference.moco import MocoReference
 
 
 def test_fifo_order_with_wraparound() -> None:

@@ -262,13 +262,23 @@ class ContrastiveLoss(nn.Module):
         )
 
     def detailed(
-        self, z1: Tensor, z2: Tensor, *, labels: Tensor | None = None, generator: torch.Generator | None = None
+        self,
+        z1: Tensor,
+        z2: Tensor,
+        *,
+        labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
     ) -> LossOutput:
         """Loss, per-anchor losses (2B,) and diagnostics (ESS, cosines, collisions with labels)."""
         return self.compute(self.scores(z1, z2, labels=labels), diagnostics=True, generator=generator)
 
     def forward(
-        self, z1: Tensor, z2: Tensor, *, labels: Tensor | None = None, generator: torch.Generator | None = None
+        self,
+        z1: Tensor,
+        z2: Tensor,
+        *,
+        labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
     ) -> Tensor:
         """Shapes: ``z1``, ``z2`` (B, d) → scalar (or (2B,) with ``reduction="none"``)."""
         return self.compute(self.scores(z1, z2, labels=labels), generator=generator).loss

@@ -1,5 +1,7 @@
-"""A FIFO memory queue of negative keys (MoCo, MoCo-v2; HCL seed ``001`` App. C.1) and the
-momentum update of the key encoder.
+"""A FIFO memory queue of negative keys and the momentum update of the key encoder.
+
+MoCo (He et al., CVPR 2020) and MoCo-v2 (Chen et al., arXiv:2003.04297), as used with hard
+negatives by Robinson et al. (ICLR 2021), App. C.1.
 
 >>> import torch
 >>> from hardneg.queue import MemoryQueue

@@ -1,4 +1,4 @@
-"""β schedules: HCL's annealing of the concentration parameter (seed ``001`` App. D.1).
+"""β schedules: the annealing of the concentration parameter of Robinson et al. (ICLR 2021), App. D.1.
 
 >>> from hardneg.schedules import BetaAnnealing
 >>> schedule = BetaAnnealing(beta=1.0, num_changes=4, num_epochs=100)

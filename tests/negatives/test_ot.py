@@ -1,4 +1,4 @@
-"""Entropic-OT negatives (Jiang et al., arXiv:2111.03169, §VI) against POT and a float64 log-domain reference."""
+"""Entropic-OT negatives (Jiang et al., arXiv:2111.03169, §VI) against POT and a float64 reference."""
 
 from __future__ import annotations
 

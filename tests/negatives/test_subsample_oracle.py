@@ -1,4 +1,4 @@
-"""K-subsampling (Ash et al. seed 004 §4) and collision-free oracle negatives."""
+"""K-subsampling (Ash et al., AISTATS 2022, §4) and collision-free oracle negatives."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import torch
 
 from hardneg import ContrastiveLoss, negatives, pair_scores, simclr_scores
 from hardneg.functional import loss_from_scores
-from hardneg.reduction import negative_diagnostics
 from hardneg.negatives import CollisionFree, Hard, Subsample, subsample_mask
 from hardneg.objectives import InfoNCE
+from hardneg.reduction import negative_diagnostics
 from tests.reference.data import views
 
 

@@ -21,13 +21,11 @@ from hardneg.negatives import (
     Hard,
     NegativeDistribution,
     OptimalTransport,
-    Subsample,
     Uniform,
     WeightedScores,
     normalize_log_weights,
 )
 from hardneg.objectives import Debiased, Hinge, InfoNCE, JensenShannon
-
 from tests.reference.data import views
 
 
@@ -115,7 +113,8 @@ def test_bad_user_log_weights_shape_is_an_error() -> None:
         def log_weights(self, scores):  # type: ignore[no-untyped-def]
             return torch.zeros(3)
 
-    with pytest.raises(ValueError, match=r"Bad.log_weights must return a tensor of shape \(8, 8\).*got \(3,\)"):
+    pattern = r"Bad.log_weights must return a tensor of shape \(8, 8\).*got \(3,\)"
+    with pytest.raises(ValueError, match=pattern):
         ContrastiveLoss(negatives=Bad())(*views(b=4, d=3))
 
 

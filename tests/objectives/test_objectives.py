@@ -133,7 +133,7 @@ def test_small_temperature_and_epsilon_no_nan(name: str) -> None:
 
 
 def test_min_max_values_at_constant_representation() -> None:
-    """Jiang et al. (arXiv:2111.03169), Theorem 1: at a constant f, NCE gives log(1 + q), triplet gives η, BCL gives 0."""
+    """Jiang et al., Theorem 1: at a constant f, NCE gives log(1 + q), triplet gives η, BCL gives 0."""
     z = torch.ones(4, 3, dtype=torch.float64)
     scores = simclr_scores(z, z.clone(), temperature=1.0)
     u = Uniform().weigh(scores)

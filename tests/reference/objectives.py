@@ -35,7 +35,9 @@ def probabilities(
     return out
 
 
-def objective_losses(name: str, pos: list[float], s: list[list[float]], q: list[dict[int, float]]) -> list[float]:
+def objective_losses(
+    name: str, pos: list[float], s: list[list[float]], q: list[dict[int, float]]
+) -> list[float]:
     out = []
     for i, qi in enumerate(q):
         n = len(qi)

@@ -103,7 +103,9 @@ class Hard(NegativeDistribution):
         if not (self.detach_weights or self.rescale):
 
             def closed() -> Tensor:
-                return hard_log_weighted_sum(scores.logits, scores.mask, beta=beta, num_valid=scores.num_valid())
+                return hard_log_weighted_sum(
+                    scores.logits, scores.mask, beta=beta, num_valid=scores.num_valid()
+                )
 
         return WeightedScores(
             scores, log_weights=lambda: self._checked_log_weights(scores), log_weighted_sum=closed

@@ -13,7 +13,7 @@ __all__ = ["CollisionFree", "collision_free_mask"]
 
 
 def collision_free_mask(mask: Tensor, anchor_labels: Tensor, candidate_labels: Tensor) -> Tensor:
-    """``mask_ij ∧ ¬(y_i = y_j)`` with unknown labels (``< 0``) never equal (see :func:`~hardneg.scores.same_label`).
+    """``mask_ij ∧ ¬(y_i = y_j)``, unknown labels (``< 0``) never equal (:func:`~hardneg.scores.same_label`).
 
     Shapes: ``mask`` (A, N) bool, ``anchor_labels`` (A,), ``candidate_labels`` (N,) → (A, N) bool.
 
@@ -63,4 +63,5 @@ class CollisionFree(MaskWrapper):
                 "(pass labels= to the loss or simclr_scores, "
                 "or anchor_labels=/candidate_labels= to pair_scores)"
             )
-        return scores.with_mask(collision_free_mask(scores.mask, scores.anchor_labels, scores.candidate_labels))
+        mask = collision_free_mask(scores.mask, scores.anchor_labels, scores.candidate_labels)
+        return scores.with_mask(mask)

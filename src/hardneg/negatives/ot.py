@@ -68,7 +68,9 @@ def ot_log_kernel(
         c = cost(scores)
         if not isinstance(c, Tensor) or c.shape != scores.logits.shape:
             got = tuple(c.shape) if isinstance(c, Tensor) else type(c).__name__
-            raise ValueError(f"cost callable must return a tensor of shape {tuple(scores.logits.shape)}, got {got}")
+            raise ValueError(
+                f"cost callable must return a tensor of shape {tuple(scores.logits.shape)}, got {got}"
+            )
         c = c.to(scores.logits.dtype)
     else:
         c = ground_cost(scores, cost, kappa=kappa)
@@ -183,7 +185,9 @@ class OptimalTransport(NegativeDistribution):
         super().__init__()
         self.epsilon = check_positive("epsilon", epsilon)
         if not callable(cost) and cost not in COSTS:
-            raise ValueError(f"cost must be one of {COSTS} or a callable Scores -> (A, N) tensor, got {cost!r}")
+            raise ValueError(
+                f"cost must be one of {COSTS} or a callable Scores -> (A, N) tensor, got {cost!r}"
+            )
         self.cost = cost
         if isinstance(kappa, bool) or not isinstance(kappa, (int, float)) or not math.isfinite(kappa):
             raise ValueError(f"kappa must be a finite real number, got {kappa!r}")

@@ -61,7 +61,8 @@ def sinkhorn_log(
     r"""Entropic OT between ``a`` and ``b`` with log kernel ``K = −C/ε`` (``−inf`` = forbidden).
 
     Solves ``min_{P ∈ Π(a, b)} ⟨C, P⟩ − ε H(P)`` (Cuturi, NeurIPS 2013; Jiang et al.
-    (arXiv:2111.03169), eq. (5) with φ = KL); the solution is ``P_ij = exp(f_i + K_ij + g_j)`` (Lemma 3). Each iteration updates
+    (arXiv:2111.03169), eq. (5) with φ = KL); the solution is ``P_ij = exp(f_i + K_ij + g_j)``
+    (Lemma 3). Each iteration updates
     the row potential then the column potential; the loop stops when the row marginals of the
     coupling (whose column marginals are exact) are within ``tol`` in L1 norm. The convergence
     check is free: the row error is read off the next row update.

@@ -1,4 +1,5 @@
-"""The debiased estimator with class prior τ⁺ (Chuang et al., NeurIPS 2020; Robinson et al., ICLR 2021, with hard weights)."""
+"""The debiased estimator with class prior τ⁺ (Chuang et al., NeurIPS 2020), with hard weights the
+objective of Robinson et al. (ICLR 2021)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ class Debiased(Objective):
         L_i = −log( e^{s⁺_i} / (e^{s⁺_i} + Neg_i) ),   Neg_i as in :func:`debiased_log_negative`.
 
     With :class:`~hardneg.negatives.Hard` weights this is exactly the objective of Robinson et
-    al. (ICLR 2021), eq. (4); with β = 0 it is the debiased loss of Chuang et al. (NeurIPS 2020); with τ⁺ = 0 and normalised embeddings
+    al. (ICLR 2021), eq. (4); with β = 0 it is the debiased loss of Chuang et al. (NeurIPS 2020);
+    with τ⁺ = 0 and normalised embeddings
     the floor never binds and it equals SimCLR's NT-Xent.
 
     Args:

@@ -14,7 +14,8 @@ __all__ = ["JensenShannon"]
 class JensenShannon(Objective):
     r"""Negative of the Jensen–Shannon MI estimator, negatives from the negative distribution.
 
-    Robinson et al. (ICLR 2021), App. B.2 (Nowozin et al.'s JSD estimator as used by InfoGraph, Sun et al., ICLR 2020) with the
+    Robinson et al. (ICLR 2021), App. B.2 (Nowozin et al.'s JSD estimator as used by InfoGraph,
+    Sun et al., ICLR 2020) with the
     discriminator ``T`` = the logits and ``sp(z) = log(1 + e^z)``:
 
         L_i = sp(−s⁺_i) + Σ_{j valid} q_ij sp(s_ij),   q_ij = w_ij / N_i,

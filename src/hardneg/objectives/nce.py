@@ -14,7 +14,9 @@ from hardneg.objectives.base import Objective
 __all__ = ["InfoNCE", "info_nce"]
 
 
-def info_nce(log_weighted_sum: Tensor, positive: Tensor, num_valid: Tensor, *, q: float | None = None) -> Tensor:
+def info_nce(
+    log_weighted_sum: Tensor, positive: Tensor, num_valid: Tensor, *, q: float | None = None
+) -> Tensor:
     r"""Per-anchor NCE loss with weighted negatives (Robinson et al., ICLR 2021, eq. (1)/(3)).
 
         L_i = −log( e^{s⁺_i} / (e^{s⁺_i} + (Q/N_i) Σ_{j valid} w_ij e^{s_ij}) )

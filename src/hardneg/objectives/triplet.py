@@ -15,7 +15,7 @@ TRIPLET_AGGREGATES = ("mean", "mean_difference")
 
 
 class Triplet(Objective):
-    r"""Triplet loss ``max(0, 2v + η)``, ``v = f(x)ᵀf(x⁻) − f(x)ᵀf(x⁺)`` (Jiang et al., arXiv:2111.03169, §IV).
+    r"""Triplet loss ``max(0, 2v + η)``, ``v = f(x)ᵀf(x⁻) − f(x)ᵀf(x⁺)`` (Jiang et al., §IV).
 
     On the unit sphere ``2v = ‖f(x) − f(x⁺)‖² − ‖f(x) − f(x⁻)‖²``, so this is the classic
     triplet loss with margin η. With ``v_ij = s_ij − s⁺_i`` (logits; t = 1 gives the paper's

@@ -98,7 +98,7 @@ def simclr_scores(
     normalize: bool = True,
     labels: Tensor | None = None,
 ) -> Scores:
-    """SimCLR's 2B-view layout (Chen et al., ICML 2020; Robinson et al., ICLR 2021, §3 and App. D: N = 2B − 2).
+    """SimCLR's 2B-view layout (Chen et al., ICML 2020; Robinson et al., ICLR 2021, §3, App. D).
 
     The 2B views ``v = [z1; z2]`` are both the anchors and the candidates: ``s = v vᵀ / t``,
     anchor ``i`` has positive ``(i + B) mod 2B`` and its valid negatives are the other 2B − 2
@@ -151,7 +151,8 @@ def pair_scores(
 ) -> Scores:
     """General layout: anchors, their positives, and a separate candidate pool.
 
-    Used for a memory queue (MoCo-v2; Robinson et al., ICLR 2021, App. C.1), negatives gathered from other processes,
+    Used for a memory queue (MoCo-v2; Robinson et al., ICLR 2021, App. C.1), negatives gathered
+    from other processes,
     explicit per-anchor negatives (give a ``mask``), or any pairing a user builds.
 
     Shapes:
