@@ -78,7 +78,7 @@ def bench_ot(repeats: int, epsilon: float, tol: float) -> list[str]:
         "ot": _fwd_bwd(ContrastiveLoss(temperature=T, negatives=ot_neg), z1, z2),
     }
     t = _time(cases, repeats)
-    diag = ot_neg.diagnostics()
+    diag = ContrastiveLoss(temperature=T, negatives=ot_neg).detailed(z1, z2).diagnostics
     rows = [
         f"B={B} d={D} t={T}: SimCLR fwd+bwd {1e3 * t['simclr']:.1f} ms, Hard {1e3 * t['hard']:.1f} ms, "
         f"OT(eps={epsilon}, tol={tol:g}) {1e3 * t['ot']:.1f} ms "

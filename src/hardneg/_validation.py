@@ -12,12 +12,20 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "BETA_MAX",
+    "TEMPERATURE_RANGE",
+    "check_beta",
     "check_embeddings",
     "check_finite_tensor",
     "check_in_interval",
     "check_positive",
     "check_same_device",
+    "check_temperature",
 ]
+
+# Outside these ranges float32 logits overflow or lose every significant digit (1/t, (1+β)·s).
+TEMPERATURE_RANGE = (1e-4, 1e4)
+BETA_MAX = 1e6
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -82,3 +90,27 @@ def check_same_device(**tensors: Tensor) -> None:
     if len(set(devices.values())) > 1:
         listing = ", ".join(f"{k} on {v}" for k, v in devices.items())
         raise ValueError(f"all inputs must be on the same device, got {listing}")
+
+
+def check_temperature(value: float) -> float:
+    """Return the temperature as a float if it lies in :data:`TEMPERATURE_RANGE` (``[1e-4, 1e4]``).
+
+    Below 1e-4 the logits ``cos/t`` of unit vectors exceed 1e4 and the smallest representable
+    temperatures make ``1/t`` overflow (t = 1e-39 gave NaN, t = 1e-38 inf); above 1e4 every
+    logit rounds to the same value. No paper uses a temperature outside [0.01, 1].
+    """
+    t = check_positive("temperature", value)
+    low, high = TEMPERATURE_RANGE
+    if not low <= t <= high:
+        raise ValueError(f"temperature must lie in [{low:g}, {high:g}], got {value!r}")
+    return t
+
+
+def check_beta(value: float) -> float:
+    """Return β as a float if ``0 <= β <= BETA_MAX`` (1e6; larger tilts overflow ``(1+β)·s``)."""
+    b = check_positive("beta", value, strict=False)
+    if b > BETA_MAX:
+        raise ValueError(
+            f"beta must lie in [0, {BETA_MAX:g}] (larger tilts overflow (1+beta)*logits), got {value!r}"
+        )
+    return b

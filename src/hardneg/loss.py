@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hardneg import distributed
-from hardneg._validation import check_in_interval, check_positive
+from hardneg._validation import check_in_interval, check_temperature
 from hardneg.functional import loss_from_scores, resolve_objective
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.oracle import CollisionFree
@@ -48,7 +48,7 @@ class ContrastiveLoss(nn.Module):
     (K-subsampling), so a training loop that passes a per-step generator is reproducible.
 
     Args:
-        temperature: t > 0; logits are ``⟨a, c⟩ / t``.
+        temperature: t ∈ [1e-4, 1e4]; logits are ``⟨a, c⟩ / t``.
         tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased estimator (ignored if ``objective``
             is given — pass it to the objective instead).
         negatives: a :class:`~hardneg.negatives.NegativeDistribution` (default uniform).
@@ -83,7 +83,7 @@ class ContrastiveLoss(nn.Module):
         gather_distributed: bool = True,
     ):
         super().__init__()
-        self.temperature = check_positive("temperature", temperature)
+        self.temperature = check_temperature(temperature)
         self.tau_plus = check_in_interval("tau_plus", tau_plus, low=0.0, high=1.0)
         if negatives is not None and not isinstance(negatives, NegativeDistribution):
             raise TypeError(

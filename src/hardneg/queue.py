@@ -86,6 +86,12 @@ class MemoryQueue(nn.Module):
                 )
         elif labels is not None:
             raise ValueError("labels were given but the queue was built with with_labels=False")
+        if not bool(torch.isfinite(keys).all()):
+            bad = int((~torch.isfinite(keys)).any(dim=1).sum())
+            raise ValueError(
+                f"keys must be finite, got {bad} of {keys.shape[0]} rows with NaN or Inf "
+                "(a non-finite key would poison every later loss computed with the queue)"
+            )
         keys = keys.detach().to(device=self.keys.device, dtype=self.keys.dtype)
         if keys.shape[0] > self.size:
             keys = keys[-self.size :]

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 from hardneg._lse import masked_logsumexp, masked_tilted_lse
-from hardneg._validation import check_positive
+from hardneg._validation import check_beta
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores
@@ -65,7 +65,7 @@ class Hard(NegativeDistribution):
     on the negatives closest to the anchor; the paper uses β ∈ [0.1, 2] for images (App. C–D).
 
     Args:
-        beta: concentration β ≥ 0 (a plain attribute: schedules may assign to it).
+        beta: concentration β ∈ [0, 1e6] (a plain attribute: schedules may assign to it).
         detach_weights: treat the weights as constants in the backward pass. The authors' code
             does not detach (default False); detaching gives the gradient of a loss whose
             negatives were *sampled* from q_β.
@@ -87,7 +87,7 @@ class Hard(NegativeDistribution):
 
     @beta.setter
     def beta(self, value: float) -> None:
-        self._beta = check_positive("beta", value, strict=False)
+        self._beta = check_beta(value)
 
     def log_weights(self, scores: Scores) -> Tensor | None:
         if self.beta == 0.0:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import functools
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from hardneg._validation import (
     check_embeddings,
     check_finite_tensor,
-    check_positive,
     check_same_device,
+    check_temperature,
 )
 from hardneg.scores.value import Scores
 
@@ -27,6 +26,7 @@ __all__ = [
     "check_two_views",
     "compute_dtype",
     "pair_scores",
+    "safe_normalize",
     "simclr_mask",
     "simclr_scores",
 ]
@@ -41,11 +41,45 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _prepare(x: Tensor, normalize: bool) -> tuple[Tensor, Tensor]:
-    x = x.to(compute_dtype(x.dtype))
+def safe_normalize(x: Tensor) -> tuple[Tensor, Tensor]:
+    """Rows scaled to unit L2 norm without overflow, and the rows' norms (detached).
+
+    ``x̂_i = y_i / ‖y_i‖`` with ``y_i = x_i / max_k |x_ik|``: the same direction as
+    ``x_i / ‖x_i‖`` (and the same gradient: the scale is a detached constant of a scale-invariant
+    map), but ``‖y_i‖ ∈ [1, √d]`` never overflows or underflows (inputs of magnitude 1e19 made
+    ``F.normalize`` return 0 in float32). A zero row stays zero with a bounded gradient (the
+    norm is clamped at 1, which no other row can fall below): its direction is undefined, so it
+    contributes logits 0, and its gradient is the upstream gradient, not ``1/eps``.
+
+    Shapes: (n, d) → ((n, d), (n,)).
+    """
+    scale = x.detach().abs().amax(dim=1, keepdim=True)
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    y = x / scale
+    norm = y.norm(dim=1, keepdim=True)
+    return y / norm.clamp_min(1.0), (scale * norm.detach())[:, 0]
+
+
+def _prepare(x: Tensor, normalize: bool, dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
+    x = x.to(dtype or compute_dtype(x.dtype))
     if normalize:
-        x = F.normalize(x, dim=1)
-    return x, x.detach().norm(dim=1)
+        unit, norms = safe_normalize(x)
+        return unit, (norms > 0).to(unit.dtype)  # the norms of the normalised rows: 1 (0 for a zero row)
+    return x, safe_normalize(x.detach())[1]
+
+
+def _check_logit_range(name: str, a_norms: Tensor, c_norms: Tensor, t: float, dtype: torch.dtype) -> None:
+    """Refuse unnormalised inputs whose logits could overflow: ``max‖a‖·max‖c‖/t`` (Cauchy–Schwarz)
+    must stay below ``finfo.max / 1e7`` so that even the hard-negative tilt ``(1+β)·s`` with
+    β ≤ 1e6 is finite."""
+    bound = float(a_norms.max()) * float(c_norms.max()) / t
+    limit = torch.finfo(dtype).max / 1e7
+    if not bound <= limit:
+        raise ValueError(
+            f"{name}: with normalize=False the logits |<a, c>|/t may reach {bound:.3g}, above the "
+            f"{dtype} limit {limit:.3g}; scale the embeddings down, raise the temperature, or use "
+            "normalize=True"
+        )
 
 
 def _check_labels(name: str, labels: Tensor | None, n: int) -> Tensor | None:
@@ -111,13 +145,15 @@ def simclr_scores(
 
     One (2B × d)·(d × 2B) matmul; the positive logits are row dot products (O(B·d)).
     """
-    t = check_positive("temperature", temperature)
+    t = check_temperature(temperature)
     b = check_two_views(z1, z2)
     if b < 2:
         raise ValueError(f"batch size B (z1.shape[0]) must be >= 2 to have negatives, got {b}")
     labels = _check_labels("labels", labels, b)
 
     v, norms = _prepare(torch.cat([z1, z2], dim=0), normalize)
+    if not normalize:
+        _check_logit_range("z1, z2", norms, norms, t, v.dtype)
     vt = v / t  # scale the (2B, d) side, not the (2B, 2B) product
     logits = vt @ v.T  # (2B, 2B)
     pos_idx = (torch.arange(2 * b, device=v.device) + b) % (2 * b)
@@ -160,8 +196,11 @@ def pair_scores(
         - ``candidates``: (N, d).
         - ``mask``: optional (A, N) bool, True = valid negative (default: all valid).
         - ``anchor_labels`` (A,), ``candidate_labels`` (N,): optional integer labels.
+
+    Mixed floating dtypes are promoted to the widest one (as :func:`torch.cat` does in
+    :func:`simclr_scores`); half precision is computed in float32 (:func:`compute_dtype`).
     """
-    t = check_positive("temperature", temperature)
+    t = check_temperature(temperature)
     check_embeddings("anchors", anchors, check_finite=False)
     check_embeddings("positives", positives, check_finite=False)
     check_embeddings("candidates", candidates, check_finite=False)
@@ -189,9 +228,13 @@ def pair_scores(
     anchor_labels = _check_labels("anchor_labels", anchor_labels, a_n)
     candidate_labels = _check_labels("candidate_labels", candidate_labels, n_n)
 
-    a, a_norms = _prepare(anchors, normalize)
-    p, p_norms = _prepare(positives, normalize)
-    c, c_norms = _prepare(candidates, normalize)
+    widest = torch.promote_types(torch.promote_types(anchors.dtype, positives.dtype), candidates.dtype)
+    dtype = compute_dtype(widest)
+    a, a_norms = _prepare(anchors, normalize, dtype)
+    p, p_norms = _prepare(positives, normalize, dtype)
+    c, c_norms = _prepare(candidates, normalize, dtype)
+    if not normalize:
+        _check_logit_range("anchors, positives, candidates", a_norms, torch.cat([p_norms, c_norms]), t, dtype)
     at = a / t
     positive = (at * p).sum(dim=1)
     logits = at @ c.T
