@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from hardneg.negatives.base import NegativeDistribution
+from hardneg.negatives.keys import counter_keys, draw_seed
 from hardneg.negatives.wrapper import MaskWrapper
 from hardneg.scores import Scores
 
@@ -22,14 +23,21 @@ def _check_num_negatives(num_negatives: int) -> int:
 
 
 def subsample_mask(
-    mask: torch.Tensor, num_negatives: int, *, generator: torch.Generator | None = None
+    mask: torch.Tensor,
+    num_negatives: int,
+    *,
+    generator: torch.Generator | None = None,
+    seed: int | None = None,
 ) -> torch.Tensor:
     """Keep ``K = num_negatives`` valid entries per row, uniformly without replacement.
 
-    Every row draws independently: i.i.d. uniform keys ``u_ij ∼ U(0, 1)`` on the valid entries
-    (``−1`` on the invalid ones) and the K largest keys are kept — a uniformly random K-subset of
-    the row's valid entries — by thresholding at each row's (N − K + 1)-th smallest key, so the
-    memory is one (A, N) key matrix whatever K is; embeddings are never gathered.
+    Every row draws independently: counter-based keys ``key(seed, i, j)``
+    (:func:`~hardneg.negatives.keys.counter_keys`, unique within a row) on the valid entries, −1
+    on the invalid ones, and the K largest keys are kept — a uniformly random K-subset of the
+    row's valid entries — by thresholding at each row's (N − K + 1)-th smallest key, so the memory
+    is one (A, N) key matrix whatever K is; embeddings are never gathered. Because a key depends
+    only on ``(seed, i, j)``, a tiled computation draws the same subsets. ``seed`` is drawn from
+    ``generator`` when not given.
 
     Shapes: ``mask`` (A, N) bool → (A, N) bool with exactly K True entries per row.
 
@@ -42,16 +50,14 @@ def subsample_mask(
             "num_negatives must be <= the number of valid candidates of every anchor "
             f"(here min_i N_i = {available} of {mask.shape[1]} candidates), got num_negatives={num_negatives}"
         )
-    keys = torch.rand(mask.shape, generator=generator, device=mask.device)
-    keys = keys.masked_fill_(~mask, -1.0)
+    if seed is None:
+        seed = draw_seed(generator, device=mask.device if generator is not None else "cpu")
+    a, n = mask.shape
+    keys = counter_keys(seed, torch.arange(a, device=mask.device), torch.arange(n, device=mask.device))
+    keys = keys.masked_fill_(~mask, -1)
     # keep the keys >= each row's (N − K + 1)-th smallest: O(A) extra memory, whatever K is
-    threshold = keys.kthvalue(mask.shape[1] - num_negatives + 1, dim=1).values
-    out = keys >= threshold[:, None]
-    tied = (out.sum(dim=1, dtype=torch.int32) != num_negatives).nonzero().flatten()
-    if tied.numel():  # equal float32 keys at the threshold (rare): exact top-k on those rows
-        idx = keys[tied].topk(num_negatives, dim=1, sorted=False).indices
-        out[tied] = torch.zeros_like(out[tied]).scatter_(1, idx, True)
-    return out
+    threshold = keys.kthvalue(n - num_negatives + 1, dim=1).values
+    return keys >= threshold[:, None]
 
 
 class Subsample(MaskWrapper):

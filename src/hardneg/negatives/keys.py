@@ -1,0 +1,61 @@
+"""Counter-based random keys: ``key(seed, i, j)`` computed from the indices alone.
+
+K-subsampling keeps each anchor's K largest keys among its valid candidates. Because a key is a
+pure function of ``(seed, anchor index, candidate index)`` — a splitmix64 hash (Steele, Lea,
+Flood, OOPSLA 2014) of the three — any block of the (A, N) key matrix can be made on its own, so
+the choice of negatives does not depend on how the matrix is tiled, and a tiled engine that never
+holds the matrix draws exactly the same negatives as the materialised one.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["MAX_CANDIDATES", "counter_keys", "draw_seed"]
+
+_INDEX_BITS = 24
+MAX_CANDIDATES = 1 << _INDEX_BITS  # the low bits of a key hold the candidate index (unique keys)
+
+
+def _signed(x: int) -> int:
+    """A 64-bit constant as the int64 with the same bits (int64 multiplication wraps)."""
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+_M1 = _signed(0xBF58476D1CE4E5B9)  # splitmix64's multipliers
+_M2 = _signed(0x94D049BB133111EB)
+_GOLDEN = _signed(0x9E3779B97F4A7C15)
+_ROW = _signed(0x632BE59BD9B4E019)
+
+
+def _shr(x: Tensor, k: int) -> Tensor:
+    """Logical right shift of int64 (torch's ``>>`` is arithmetic)."""
+    return (x >> k) & ((1 << (64 - k)) - 1)
+
+
+def _mix(z: Tensor) -> Tensor:
+    z = (z ^ _shr(z, 30)) * _M1
+    z = (z ^ _shr(z, 27)) * _M2
+    return z ^ _shr(z, 31)
+
+
+def counter_keys(seed: int, rows: Tensor, cols: Tensor) -> Tensor:
+    """Keys (len(rows), len(cols)) int64 ≥ 0, unique within a row, i.i.d.-uniform in their high bits.
+
+    ``key_ij = (hash(seed, i, j) >> 25) << 24 | j``: 39 random bits above the candidate index,
+    so no two candidates of a row tie (needs ``j < 2^24``).
+
+    Shapes: ``rows`` (r,) and ``cols`` (c,) int64 global indices → (r, c) int64.
+    """
+    if cols.numel() and int(cols.max()) >= MAX_CANDIDATES:
+        raise ValueError(f"counter_keys supports candidate indices < {MAX_CANDIDATES}, got {int(cols.max())}")
+    base = _mix(torch.tensor(seed, dtype=torch.int64, device=rows.device) * _GOLDEN + 1)
+    r = _mix(rows.to(torch.int64) * _ROW + base)
+    z = _mix(r[:, None] ^ (cols.to(torch.int64)[None, :] * _GOLDEN))
+    return (_shr(z, 25) << _INDEX_BITS) | cols.to(torch.int64)[None, :]
+
+
+def draw_seed(generator: torch.Generator | None = None, device: torch.device | str = "cpu") -> int:
+    """One 62-bit seed from ``generator`` (torch's global generator when None)."""
+    return int(torch.randint(0, 1 << 62, (), generator=generator, dtype=torch.int64, device=device))
