@@ -24,6 +24,14 @@ def _configs() -> dict[str, ContrastiveLoss]:
     return {
         "simclr": ContrastiveLoss(temperature=0.5),
         "hcl": ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=Hard(beta=1.0)),
+        "hcl_tiled": ContrastiveLoss(
+            temperature=0.5,
+            tau_plus=0.1,
+            negatives=Hard(beta=1.0),
+            collision_free=True,
+            memory_budget=0,
+            tile_size=4,
+        ),
         "oracle_triplet": ContrastiveLoss(
             temperature=0.5, negatives=CollisionFree(base=Hard(beta=0.5)), objective=Triplet(margin=0.5)
         ),

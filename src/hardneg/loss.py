@@ -27,12 +27,14 @@ from hardneg.negatives.subsample import Subsample
 from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
 from hardneg.reduction import LossOutput, check_reduction
-from hardneg.scores import Scores, pair_scores, simclr_scores
+from hardneg.scores import Scores, check_two_views, compute_dtype, pair_scores, prepare_pair, simclr_scores
 
 if TYPE_CHECKING:
     from hardneg.queue import MemoryQueue
 
-__all__ = ["ContrastiveLoss"]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "ContrastiveLoss"]
+
+DEFAULT_MEMORY_BUDGET = 4 << 30  # bytes: the (A, N) matrices of the materialised engine at ~B = 8000
 
 
 class ContrastiveLoss(nn.Module):
@@ -63,6 +65,13 @@ class ContrastiveLoss(nn.Module):
         collision_free: drop candidates sharing the anchor's label (oracle negatives, wraps in
             :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
             ``labels`` in every call.
+        memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, about B = 8000 in
+            SimCLR's layout). Beyond it the loss is computed by the tiled engine
+            (:mod:`hardneg.tiled`: memory O((A + N)·d + tile²), the same values and gradients),
+            with the tile side derived from the budget; ``0`` always tiles. The tiled engine
+            supports Uniform/Hard negatives (wrapped in CollisionFree/Subsample) with the
+            row-reducible objectives (InfoNCE, Debiased, Logistic, LogisticMPair).
+        tile_size: override the tile side derived from ``memory_budget``.
         gather_distributed: when a ``torch.distributed`` process group with more than one
             process is active, use the views of all ranks as candidates (with gradients); the
             reduction is over this rank's anchors, so that DDP's gradient averaging gives exactly
@@ -81,8 +90,18 @@ class ContrastiveLoss(nn.Module):
         num_negatives: int | None = None,
         collision_free: bool = False,
         gather_distributed: bool = True,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        tile_size: int | None = None,
     ):
         super().__init__()
+        if isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget < 0:
+            raise ValueError(f"memory_budget must be an int >= 0 (bytes), got {memory_budget!r}")
+        if tile_size is not None and (
+            isinstance(tile_size, bool) or not isinstance(tile_size, int) or tile_size < 1
+        ):
+            raise ValueError(f"tile_size must be None or an int >= 1, got {tile_size!r}")
+        self.memory_budget = memory_budget
+        self.tile_size = tile_size
         self.temperature = check_temperature(temperature)
         self.tau_plus = check_in_interval("tau_plus", tau_plus, low=0.0, high=1.0)
         if negatives is not None and not isinstance(negatives, NegativeDistribution):
@@ -122,6 +141,101 @@ class ContrastiveLoss(nn.Module):
             )
         return simclr_scores(z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels)
 
+    def _tile(self, num_anchors: int, num_candidates: int, dtype: torch.dtype) -> int | None:
+        """The tile side when the (A, N) matrices would exceed ``memory_budget``, else None."""
+        from hardneg.tiled.engine import materialised_bytes, tile_for_budget
+
+        if materialised_bytes(num_anchors, num_candidates, compute_dtype(dtype)) <= self.memory_budget:
+            return None
+        return self.tile_size or tile_for_budget(self.memory_budget, compute_dtype(dtype))
+
+    def _tiled(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        tile: int,
+        excluded: Tensor,
+        mask: Tensor | None = None,
+        anchor_labels: Tensor | None = None,
+        candidate_labels: Tensor | None = None,
+        diagnostics: bool,
+        generator: torch.Generator | None,
+    ) -> LossOutput:
+        from hardneg.tiled.engine import tiled_loss
+
+        pp = prepare_pair(
+            anchors,
+            positives,
+            candidates,
+            temperature=self.temperature,
+            mask=mask,
+            normalize=self.normalize,
+            anchor_labels=anchor_labels,
+            candidate_labels=candidate_labels,
+        )
+        return tiled_loss(
+            pp.anchors,
+            pp.positives,
+            pp.candidates,
+            temperature=pp.temperature,
+            anchor_norms=pp.anchor_norms,
+            positive_norms=pp.positive_norms,
+            candidate_norms=pp.candidate_norms,
+            excluded=excluded,
+            negatives=self.negatives,
+            objective=self.objective,
+            reduction=self.reduction,
+            tile=tile,
+            mask=pp.mask,
+            anchor_labels=pp.anchor_labels,
+            candidate_labels=pp.candidate_labels,
+            diagnostics=diagnostics,
+            generator=generator,
+        )
+
+    def _two_view_loss(
+        self,
+        z1: Tensor,
+        z2: Tensor,
+        labels: Tensor | None,
+        generator: torch.Generator | None,
+        diagnostics: bool,
+    ) -> LossOutput:
+        """SimCLR's layout, materialised or tiled by the memory budget."""
+        self._check_labels_given(labels)
+        b = check_two_views(z1, z2)
+        gathered = self.gather_distributed and distributed.is_distributed()
+        world = distributed.world_size() if gathered else 1
+        tile = self._tile(2 * b, 2 * b * world, z1.dtype)
+        if tile is None:
+            return self.compute(
+                self.scores(z1, z2, labels=labels), diagnostics=diagnostics, generator=generator
+            )
+        if b < 2 and world == 1:
+            raise ValueError(f"batch size B (z1.shape[0]) must be >= 2 to have negatives, got {b}")
+        v = torch.cat([z1, z2], dim=0)
+        rank = torch.distributed.get_rank() if gathered else 0
+        idx = torch.arange(2 * b, device=v.device)
+        excluded = torch.stack([rank * 2 * b + idx, rank * 2 * b + (idx + b) % (2 * b)], dim=1)
+        view_labels = None if labels is None else torch.cat([labels, labels]).to(v.device)
+        candidates, cand_labels = v, view_labels
+        if gathered:
+            candidates = distributed.all_gather_with_grad(v)
+            cand_labels = None if view_labels is None else distributed.all_gather_no_grad(view_labels)
+        return self._tiled(
+            v,
+            v.roll(b, dims=0),
+            candidates,
+            tile=tile,
+            excluded=excluded,
+            anchor_labels=view_labels,
+            candidate_labels=cand_labels,
+            diagnostics=diagnostics,
+            generator=generator,
+        )
+
     def pair_detailed(
         self,
         anchors: Tensor,
@@ -141,19 +255,16 @@ class ContrastiveLoss(nn.Module):
         Shapes: ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); ``mask`` (A, N) bool;
         labels (A,) and (N,) → :class:`LossOutput` (loss scalar, or (A,) with ``reduction="none"``).
         """
-        self._check_labels_given(anchor_labels, "anchor_labels")
-        self._check_labels_given(candidate_labels, "candidate_labels")
-        scores = pair_scores(
+        return self._pair_loss(
             anchors,
             positives,
             candidates,
-            temperature=self.temperature,
             mask=mask,
-            normalize=self.normalize,
             anchor_labels=anchor_labels,
             candidate_labels=candidate_labels,
+            generator=generator,
+            diagnostics=True,
         )
-        return self.compute(scores, diagnostics=True, generator=generator)
 
     def pair_forward(
         self,
@@ -167,8 +278,51 @@ class ContrastiveLoss(nn.Module):
         generator: torch.Generator | None = None,
     ) -> Tensor:
         """:meth:`pair_detailed` without diagnostics: the loss only."""
+        return self._pair_loss(
+            anchors,
+            positives,
+            candidates,
+            mask=mask,
+            anchor_labels=anchor_labels,
+            candidate_labels=candidate_labels,
+            generator=generator,
+            diagnostics=False,
+        ).loss
+
+    def _pair_loss(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None,
+        anchor_labels: Tensor | None,
+        candidate_labels: Tensor | None,
+        generator: torch.Generator | None,
+        diagnostics: bool,
+    ) -> LossOutput:
+        """The pair layout, materialised or tiled by the memory budget."""
         self._check_labels_given(anchor_labels, "anchor_labels")
         self._check_labels_given(candidate_labels, "candidate_labels")
+        tile = (
+            self._tile(int(anchors.shape[0]), int(candidates.shape[0]), anchors.dtype)
+            if anchors.dim() == 2
+            else None
+        )
+        if tile is not None:
+            excluded = torch.full((anchors.shape[0], 1), -1, dtype=torch.int64, device=anchors.device)
+            return self._tiled(
+                anchors,
+                positives,
+                candidates,
+                tile=tile,
+                excluded=excluded,
+                mask=mask,
+                anchor_labels=anchor_labels,
+                candidate_labels=candidate_labels,
+                diagnostics=diagnostics,
+                generator=generator,
+            )
         scores = pair_scores(
             anchors,
             positives,
@@ -179,7 +333,7 @@ class ContrastiveLoss(nn.Module):
             anchor_labels=anchor_labels,
             candidate_labels=candidate_labels,
         )
-        return self.compute(scores, generator=generator).loss
+        return self.compute(scores, diagnostics=diagnostics, generator=generator)
 
     def queue_detailed(
         self,
@@ -226,8 +380,10 @@ class ContrastiveLoss(nn.Module):
                 keys = F.normalize(keys, dim=1)
             lab = None
             if queue.with_labels:
-                lab = labels if labels is not None else torch.full(
-                    (keys.shape[0],), -1, dtype=torch.long, device=keys.device
+                lab = (
+                    labels
+                    if labels is not None
+                    else torch.full((keys.shape[0],), -1, dtype=torch.long, device=keys.device)
                 )
             if self.gather_distributed and distributed.is_distributed():
                 keys = distributed.all_gather_no_grad(keys)
@@ -270,7 +426,7 @@ class ContrastiveLoss(nn.Module):
         generator: torch.Generator | None = None,
     ) -> LossOutput:
         """Loss, per-anchor losses (2B,) and diagnostics (ESS, cosines, collisions with labels)."""
-        return self.compute(self.scores(z1, z2, labels=labels), diagnostics=True, generator=generator)
+        return self._two_view_loss(z1, z2, labels, generator, diagnostics=True)
 
     def forward(
         self,
@@ -281,7 +437,7 @@ class ContrastiveLoss(nn.Module):
         generator: torch.Generator | None = None,
     ) -> Tensor:
         """Shapes: ``z1``, ``z2`` (B, d) → scalar (or (2B,) with ``reduction="none"``)."""
-        return self.compute(self.scores(z1, z2, labels=labels), generator=generator).loss
+        return self._two_view_loss(z1, z2, labels, generator, diagnostics=False).loss
 
     def extra_repr(self) -> str:
         return (

@@ -26,7 +26,14 @@ def log1mexp(x: Tensor) -> Tensor:
 
 
 class Objective(nn.Module):
-    """Base class: ``objective(weighted) -> per-anchor loss (A,)``; ``diagnostics(weighted)`` to log."""
+    """Base class: ``objective(weighted) -> per-anchor loss (A,)``; ``diagnostics(weighted)`` to log.
+
+    ``row_reducible = True`` declares that the objective reads only ``scores.positive``,
+    ``scores.num_valid()``, ``scores.temperature`` and ``weighted.log_weighted_sum`` — never the
+    (A, N) logits or weights — so the tiled engine (:mod:`hardneg.tiled`) can compute it.
+    """
+
+    row_reducible = False
 
     def forward(self, weighted: WeightedScores) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} must implement forward(weighted)")

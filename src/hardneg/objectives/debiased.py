@@ -59,6 +59,8 @@ class Debiased(Objective):
             latent class (1/C for C balanced classes).
     """
 
+    row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it
+
     def __init__(self, tau_plus: float = 0.1):
         super().__init__()
         self.tau_plus = check_in_interval("tau_plus", tau_plus, low=0.0, high=1.0)

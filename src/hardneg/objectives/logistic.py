@@ -30,6 +30,8 @@ class LogisticMPair(Objective):
         q: weight q > 0 of the negative term.
     """
 
+    row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it
+
     def __init__(self, *, q: float = 1.0):
         super().__init__()
         self.q = check_positive("q", q)
@@ -58,6 +60,8 @@ class Logistic(Objective):
     Args:
         base: logarithm base > 1 (default e; the paper uses 2).
     """
+
+    row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it
 
     def __init__(self, *, base: float = math.e):
         super().__init__()

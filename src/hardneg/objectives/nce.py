@@ -38,6 +38,8 @@ class InfoNCE(Objective):
     NCE of Jiang et al. (arXiv:2111.03169), eq. (1), ``log(1 + (q/m) Σ e^{v_i})``.
     """
 
+    row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it
+
     def __init__(self, *, q: float | None = None):
         super().__init__()
         self.q = None if q is None else check_positive("q", q)

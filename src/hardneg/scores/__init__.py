@@ -5,20 +5,24 @@ Every later step — the negative distribution, the objective, the reduction —
 """
 
 from hardneg.scores.layouts import (
+    PreparedPair,
     check_two_views,
     compute_dtype,
     pair_scores,
+    prepare_pair,
     simclr_mask,
     simclr_scores,
 )
 from hardneg.scores.value import Scores, count_valid, same_label
 
 __all__ = [
+    "PreparedPair",
     "Scores",
     "check_two_views",
     "compute_dtype",
     "count_valid",
     "pair_scores",
+    "prepare_pair",
     "same_label",
     "simclr_mask",
     "simclr_scores",

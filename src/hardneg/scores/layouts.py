@@ -10,6 +10,7 @@ Memory is O(anchors × candidates): embeddings are never copied into an (A, K, d
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -22,10 +23,29 @@ from hardneg._validation import (
 )
 from hardneg.scores.value import Scores
 
+
+@dataclass(frozen=True)
+class PreparedPair:
+    """Inputs of the pair layout after checks: embeddings in the compute dtype (normalised when
+    asked), their detached norms, the optional (A, N) mask, labels and the temperature."""
+
+    anchors: Tensor
+    positives: Tensor
+    candidates: Tensor
+    anchor_norms: Tensor
+    positive_norms: Tensor
+    candidate_norms: Tensor
+    mask: Tensor | None
+    anchor_labels: Tensor | None
+    candidate_labels: Tensor | None
+    temperature: float
+
 __all__ = [
+    "PreparedPair",
     "check_two_views",
     "compute_dtype",
     "pair_scores",
+    "prepare_pair",
     "safe_normalize",
     "simclr_mask",
     "simclr_scores",
@@ -174,7 +194,7 @@ def simclr_scores(
     )
 
 
-def pair_scores(
+def prepare_pair(
     anchors: Tensor,
     positives: Tensor,
     candidates: Tensor,
@@ -184,8 +204,10 @@ def pair_scores(
     normalize: bool = True,
     anchor_labels: Tensor | None = None,
     candidate_labels: Tensor | None = None,
-) -> Scores:
-    """General layout: anchors, their positives, and a separate candidate pool.
+) -> PreparedPair:
+    """Validated, promoted (and, if asked, normalised) inputs of :func:`pair_scores`.
+
+    Everything :func:`pair_scores` does except the (A, N) matmul: the tiled engine starts here.
 
     Used for a memory queue (MoCo-v2; Robinson et al., ICLR 2021, App. C.1), negatives gathered
     from other processes,
@@ -218,9 +240,9 @@ def pair_scores(
     for name, x in (("anchors", anchors), ("positives", positives), ("candidates", candidates)):
         check_finite_tensor(name, x)
     a_n, n_n = anchors.shape[0], candidates.shape[0]
-    if mask is None:
-        mask = torch.ones(a_n, n_n, dtype=torch.bool, device=anchors.device)
-    elif not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != (a_n, n_n):
+    if mask is not None and (
+        not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != (a_n, n_n)
+    ):
         got = (
             f"{mask.dtype} of shape {tuple(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
         )
@@ -235,17 +257,59 @@ def pair_scores(
     c, c_norms = _prepare(candidates, normalize, dtype)
     if not normalize:
         _check_logit_range("anchors, positives, candidates", a_norms, torch.cat([p_norms, c_norms]), t, dtype)
-    at = a / t
-    positive = (at * p).sum(dim=1)
-    logits = at @ c.T
+    return PreparedPair(
+        anchors=a, positives=p, candidates=c, anchor_norms=a_norms, positive_norms=p_norms,
+        candidate_norms=c_norms, mask=mask, anchor_labels=anchor_labels,
+        candidate_labels=candidate_labels, temperature=t,
+    )
+
+
+def pair_scores(
+    anchors: Tensor,
+    positives: Tensor,
+    candidates: Tensor,
+    *,
+    temperature: float,
+    mask: Tensor | None = None,
+    normalize: bool = True,
+    anchor_labels: Tensor | None = None,
+    candidate_labels: Tensor | None = None,
+) -> Scores:
+    """General layout: anchors, their positives, and a separate candidate pool.
+
+    Used for a memory queue (MoCo-v2; Robinson et al., ICLR 2021, App. C.1), negatives gathered
+    from other processes, explicit per-anchor negatives (give a ``mask``), or any pairing a user
+    builds.
+
+    Shapes:
+        - ``anchors``, ``positives``: (A, d), row-aligned.
+        - ``candidates``: (N, d).
+        - ``mask``: optional (A, N) bool, True = valid negative (default: all valid).
+        - ``anchor_labels`` (A,), ``candidate_labels`` (N,): optional integer labels.
+
+    Mixed floating dtypes are promoted to the widest one (as :func:`torch.cat` does in
+    :func:`simclr_scores`); half precision is computed in float32 (:func:`compute_dtype`).
+    """
+    pp = prepare_pair(
+        anchors, positives, candidates, temperature=temperature, mask=mask, normalize=normalize,
+        anchor_labels=anchor_labels, candidate_labels=candidate_labels,
+    )
+    t = pp.temperature
+    at = pp.anchors / t
+    positive = (at * pp.positives).sum(dim=1)
+    logits = at @ pp.candidates.T
+    if pp.mask is None:
+        valid = torch.ones(logits.shape, dtype=torch.bool, device=logits.device)
+    else:
+        valid = pp.mask.to(logits.device)
     return Scores(
         positive=positive,
         logits=logits,
-        mask=mask.to(logits.device),
+        mask=valid,
         temperature=t,
-        anchor_norms=a_norms,
-        positive_norms=p_norms,
-        candidate_norms=c_norms,
-        anchor_labels=anchor_labels,
-        candidate_labels=candidate_labels,
+        anchor_norms=pp.anchor_norms,
+        positive_norms=pp.positive_norms,
+        candidate_norms=pp.candidate_norms,
+        anchor_labels=pp.anchor_labels,
+        candidate_labels=pp.candidate_labels,
     )

@@ -1,0 +1,12 @@
+"""The tiled loss engine: the same losses without the (A, N) score matrix.
+
+:class:`~hardneg.ContrastiveLoss` switches to it when the matrices would exceed its
+``memory_budget``; :func:`tiled_loss` is the functional entry point and :func:`tiled_lse` the
+streaming log-sum-exp with a recomputing backward underneath.
+"""
+
+from hardneg.tiled.engine import check_tileable, materialised_bytes, tile_for_budget, tiled_loss
+from hardneg.tiled.lse import tiled_lse
+from hardneg.tiled.mask import TileMask
+
+__all__ = ["TileMask", "check_tileable", "materialised_bytes", "tile_for_budget", "tiled_loss", "tiled_lse"]
