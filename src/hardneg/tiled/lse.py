@@ -47,17 +47,13 @@ def _forward(
         run_sum = torch.zeros_like(run_max)
         for c0, c1 in _tiles(candidates.shape[0], tile):
             s = a_blk @ candidates[c0:c1].T
-            valid = rule.block(r0, r1, c0, c1)
-            counts[r0:r1] += valid.sum(dim=1)
-            s = s.masked_fill_(~valid, float("-inf"))
+            counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
             for e, a in enumerate(exponents):
-                x = s * a
+                x = s.mul_(a) if e == e_n - 1 else s * a  # the last exponent reuses the logits buffer
                 m = torch.maximum(run_max[:, e], x.amax(dim=1))
-                m_safe = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-                old = torch.where(
-                    torch.isfinite(run_max[:, e]), run_sum[:, e] * torch.exp(run_max[:, e] - m_safe), 0.0
-                )
-                run_sum[:, e] = old + torch.exp(x - m_safe[:, None]).sum(dim=1)
+                m_safe = torch.where(torch.isfinite(m), m, 0.0)
+                scale = torch.where(torch.isfinite(run_max[:, e]), torch.exp(run_max[:, e] - m_safe), 0.0)
+                run_sum[:, e] = run_sum[:, e] * scale + x.sub_(m_safe[:, None]).exp_().sum(dim=1)
                 run_max[:, e] = m
         finite = torch.isfinite(run_max)
         out[r0:r1] = torch.where(finite, torch.where(finite, run_max, 0.0) + run_sum.log(), float("-inf"))
@@ -87,17 +83,24 @@ class _TiledLSE(torch.autograd.Function):
             exponents, dtype=grad.dtype, device=grad.device
         )
         lse = torch.where(torch.isfinite(out), out, 0.0)
+        active = [e for e in range(len(exponents)) if bool((coef[:, e] != 0).any())]  # e.g. not 2β (ESS)
+        if not active:
+            return ga, gc, None, None, None
         for r0, r1 in _tiles(anchors.shape[0], tile):
             a_blk = anchors[r0:r1]
             ga_blk = None
             for c0, c1 in _tiles(candidates.shape[0], tile):
                 c_blk = candidates[c0:c1]
                 s = a_blk @ c_blk.T
-                valid = rule.block(r0, r1, c0, c1)
-                g = torch.zeros_like(s)
-                for e, a in enumerate(exponents):
-                    g.add_(torch.exp(s * a - lse[r0:r1, e, None]) * coef[r0:r1, e, None])
-                g.masked_fill_(~valid, 0.0)
+                rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
+                g: Tensor | None = None
+                for e in active:
+                    a = exponents[e]
+                    x = s.mul_(a) if e == active[-1] and a != 0.0 else s * a
+                    x.sub_(lse[r0:r1, e, None]).exp_().mul_(coef[r0:r1, e, None])
+                    g = x if g is None else g.add_(x)
+                if g is None:
+                    continue
                 if ga is not None:
                     ga_blk = g @ c_blk if ga_blk is None else ga_blk.addmm_(g, c_blk)
                 if gc is not None:

@@ -73,6 +73,26 @@ class TileMask:
             block &= self.keys_block(r0, r1, c0, c1) >= self.subsample_threshold[r0:r1, None]
         return block
 
+    @property
+    def exclusions_only(self) -> bool:
+        """Whether only the per-anchor excluded indices restrict the mask (the common case)."""
+        return self.explicit is None and not self.collision_free and self.subsample_threshold is None
+
+    def fill_invalid_(self, s: Tensor, r0: int, r1: int, c0: int, c1: int) -> Tensor:
+        """Set the invalid entries of the logits block ``s`` to −inf in place; return the per-row
+        valid counts (r1 − r0,) int64. With exclusions only, just the few excluded entries are
+        touched (no tile-sized mask is made)."""
+        if self.exclusions_only:
+            ex = self.excluded[r0:r1]
+            hit = (ex >= c0) & (ex < c1)
+            rows, slot = torch.nonzero(hit, as_tuple=True)
+            if rows.numel():
+                s[rows, ex[rows, slot] - c0] = float("-inf")
+            return (c1 - c0) - hit.sum(dim=1)
+        valid = self.block(r0, r1, c0, c1)
+        s.masked_fill_(~valid, float("-inf"))
+        return valid.sum(dim=1)
+
     def with_subsample(self, seed: int, num_negatives: int, tile: int) -> TileMask:
         """This rule K-subsampled: each anchor's K largest keys among its valid candidates.
 
