@@ -1,0 +1,162 @@
+"""Speed and memory of the tiled loss engine against the materialised one (issue: tiled engine).
+
+Prints ratios measured in this one run (absolute times drift on shared machines):
+
+1. fwd+bwd time, tiled / materialised, at B ∈ {1024, 4096} (goal ≤ 1.1× at B = 4096), for
+   SimCLR, debiased, hard (β = 1, τ⁺ = 0.1) and K-subsampled (K = 256) negatives, cases
+   interleaved repeat by repeat; and each against the 3-matmul floor (v·vᵀ and its two
+   backward matmuls).
+2. peak resident memory of one fwd+bwd (VmHWM of a fresh process) for growing B: the tiled
+   path grows linearly in B, the materialised one quadratically (it stops where it would need
+   more than ``--max-gib``).
+3. with ``--huge``: one fwd+bwd at B = 65 536 (131 072 views, d = 128) for SimCLR, debiased,
+   hard and K-subsampled negatives, its time and peak memory (several minutes each on 2 cores).
+
+Usage: ``python benchmarks/bench_tiled.py [--repeats 5] [--huge] [--threads 2]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+D = 128
+T = 0.5
+CASES = ("simclr", "debiased", "hard", "subsample")
+
+
+def make_loss(case: str, tiled: bool, tile: int = 1024):  # type: ignore[no-untyped-def]
+    from hardneg import ContrastiveLoss, negatives
+
+    kw: dict[str, object] = {"temperature": T}
+    if case == "debiased":
+        kw["tau_plus"] = 0.1
+    elif case == "hard":
+        kw.update(tau_plus=0.1, negatives=negatives.Hard(beta=1.0))
+    elif case == "subsample":
+        kw.update(num_negatives=256, negatives=negatives.Hard(beta=1.0))
+    if tiled:
+        kw.update(memory_budget=0, tile_size=tile)
+    else:
+        kw["memory_budget"] = 1 << 62
+    return ContrastiveLoss(**kw)  # type: ignore[arg-type]
+
+
+def _views(b: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    z1 = torch.randn(b, D, generator=g)
+    return z1, z1 + 0.5 * torch.randn(b, D, generator=g)
+
+
+def _step(loss, z1: torch.Tensor, z2: torch.Tensor) -> float:  # type: ignore[no-untyped-def]
+    a, b = z1.clone().requires_grad_(True), z2.clone().requires_grad_(True)
+    t0 = time.perf_counter()
+    loss(a, b, generator=torch.Generator().manual_seed(1)).backward()
+    return time.perf_counter() - t0
+
+
+def _floor(z1: torch.Tensor, z2: torch.Tensor) -> float:
+    v = torch.cat([z1, z2]).requires_grad_(True)
+    t0 = time.perf_counter()
+    s = v @ v.T
+    s.backward(torch.ones_like(s))
+    return time.perf_counter() - t0
+
+
+def speed(sizes: list[int], repeats: int) -> list[str]:
+    lines = []
+    for b in sizes:
+        z1, z2 = _views(b)
+        fns = {"floor": lambda z1=z1, z2=z2: _floor(z1, z2)}
+        for case in CASES:
+            fns[f"{case}/mat"] = lambda c=case, z1=z1, z2=z2: _step(make_loss(c, False), z1, z2)
+            fns[f"{case}/tiled"] = lambda c=case, z1=z1, z2=z2: _step(make_loss(c, True), z1, z2)
+        times: dict[str, list[float]] = {k: [] for k in fns}
+        for fn in fns.values():
+            fn()  # warm-up
+        for _ in range(repeats):
+            for k, fn in fns.items():
+                times[k].append(fn())
+        med = {k: statistics.median(v) for k, v in times.items()}
+        lines.append(
+            f"B={b} d={D} (2B={2 * b} views), medians of {repeats}; floor {1e3 * med['floor']:.0f} ms"
+        )
+        for case in CASES:
+            m, t = med[f"{case}/mat"], med[f"{case}/tiled"]
+            lines.append(
+                f"  {case:>9}: materialised {1e3 * m:7.0f} ms, tiled {1e3 * t:7.0f} ms, "
+                f"tiled/mat = {t / m:.2f}, "
+                f"tiled/floor = {t / med['floor']:.2f}"
+            )
+    return lines
+
+
+def _peak(case: str, b: int, tiled: bool, threads: int) -> dict[str, float]:
+    code = (
+        "import json, sys, time, torch\n"
+        f"torch.set_num_threads({threads})\n"
+        "sys.path.insert(0, 'benchmarks')\n"
+        "from bench_tiled import make_loss, _views, _step\n"
+        f"z1, z2 = _views({b})\n"
+        f"t = _step(make_loss({case!r}, {tiled}, tile=2048), z1, z2)\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+        "print(json.dumps({'seconds': t, 'peak_mib': int(hwm) / 1024}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def memory(sizes: list[int], max_gib: float, threads: int) -> list[str]:
+    lines = [
+        "peak resident MiB of one fwd+bwd (fresh process; includes ~300 MiB of torch itself), hard negatives:"
+    ]
+    for b in sizes:
+        tiled = _peak("hard", b, True, threads)
+        # the materialised engine holds about four (2B)^2 float32 matrices
+        need_gib = 4 * (2 * b) ** 2 * 4 / 2**30
+        mat = _peak("hard", b, False, threads) if need_gib <= max_gib else None
+        mat_txt = f"{mat['peak_mib']:8.0f}" if mat else f"  (needs ~{need_gib:.0f} GiB: not run)"
+        lines.append(f"  B={b:6d}: tiled {tiled['peak_mib']:8.0f}, materialised {mat_txt}")
+    return lines
+
+
+def huge(threads: int) -> list[str]:
+    b = 65536
+    lines = [f"B={b} (131072 views, d={D}), one fwd+bwd each, tiled (tile 2048), {threads} threads:"]
+    for case in CASES:
+        r = _peak(case, b, True, threads)
+        lines.append(f"  {case:>9}: {r['seconds']:7.1f} s, peak {r['peak_mib']:7.0f} MiB")
+    lines.append(
+        f"  materialised limit: B ~ {int((24 * 2**30 / 16) ** 0.5 / 2)} on 24 GiB "
+        "(four (2B)^2 float32 matrices)"
+    )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096])
+    parser.add_argument("--memory-sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
+    parser.add_argument("--max-gib", type=float, default=6.0)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--huge", action="store_true", help="also B = 65536 (several minutes per case)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    for line in speed(args.sizes, args.repeats):
+        print(line, flush=True)
+    for line in memory(args.memory_sizes, args.max_gib, args.threads):
+        print(line, flush=True)
+    if args.huge:
+        for line in huge(args.threads):
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
