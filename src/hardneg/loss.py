@@ -344,6 +344,7 @@ class ContrastiveLoss(nn.Module):
         labels: Tensor | None = None,
         enqueue: bool = True,
         generator: torch.Generator | None = None,
+        diagnostics: bool = True,
     ) -> LossOutput:
         """MoCo(-v2)'s loss: query ``q`` vs its key ``k`` (positive) and the queue's keys (negatives).
 
@@ -357,6 +358,8 @@ class ContrastiveLoss(nn.Module):
         with the unknown label −1 (never a collision). ``k`` should come from the momentum
         encoder (no gradient).
 
+        ``diagnostics=False`` skips the per-batch diagnostics (what :meth:`queue_forward` does).
+
         Shapes: ``q``, ``k`` (B, d); ``labels`` optional (B,) → :class:`LossOutput`.
         """
         if len(queue) == 0:
@@ -366,13 +369,15 @@ class ContrastiveLoss(nn.Module):
                 f"q must have shape (B, dim={queue.dim}) to match the queue, got {tuple(q.shape)}"
             )
         cand_labels = queue.candidate_labels() if (labels is not None and queue.with_labels) else None
-        out = self.pair_detailed(
+        out = self._pair_loss(
             q,
             k,
             queue.candidates().to(q.dtype),
+            mask=None,
             anchor_labels=labels if cand_labels is not None else None,
             candidate_labels=cand_labels,
             generator=generator,
+            diagnostics=diagnostics,
         )
         if enqueue:
             keys = k.detach()
@@ -402,7 +407,9 @@ class ContrastiveLoss(nn.Module):
         generator: torch.Generator | None = None,
     ) -> Tensor:
         """:meth:`queue_detailed`'s loss (see there). Shapes: ``q``, ``k`` (B, d) → scalar."""
-        return self.queue_detailed(q, k, queue, labels=labels, enqueue=enqueue, generator=generator).loss
+        return self.queue_detailed(
+            q, k, queue, labels=labels, enqueue=enqueue, generator=generator, diagnostics=False
+        ).loss
 
     def compute(
         self, scores: Scores, *, diagnostics: bool = False, generator: torch.Generator | None = None

@@ -64,15 +64,20 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 def safe_normalize(x: Tensor) -> tuple[Tensor, Tensor]:
     """Rows scaled to unit L2 norm without overflow, and the rows' norms (detached).
 
-    ``x̂_i = y_i / ‖y_i‖`` with ``y_i = x_i / max_k |x_ik|``: the same direction as
-    ``x_i / ‖x_i‖`` (and the same gradient: the scale is a detached constant of a scale-invariant
-    map), but ``‖y_i‖ ∈ [1, √d]`` never overflows or underflows (inputs of magnitude 1e19 made
-    ``F.normalize`` return 0 in float32). A zero row stays zero with a bounded gradient (the
-    norm is clamped at 1, which no other row can fall below): its direction is undefined, so it
-    contributes logits 0, and its gradient is the upstream gradient, not ``1/eps``.
+    Fast path: ``x_i / ‖x_i‖`` when every norm is finite and non-zero (two passes). Otherwise
+    ``x̂_i = y_i / ‖y_i‖`` with ``y_i = x_i / max_k |x_ik|``: the same direction (and the same
+    gradient: the scale is a detached constant of a scale-invariant map), but ``‖y_i‖ ∈ [1, √d]``
+    never overflows or underflows (inputs of magnitude 1e19 made ``F.normalize`` return 0 in
+    float32). A zero row stays zero with a bounded gradient (the norm is clamped at 1, which no
+    other row can fall below): its direction is undefined, so it contributes logits 0, and its
+    gradient is the upstream gradient, not ``1/eps``.
 
     Shapes: (n, d) → ((n, d), (n,)).
     """
+    norm = torch.linalg.vector_norm(x, dim=1, keepdim=True)
+    n_det = norm.detach()
+    if bool(torch.isfinite(n_det).all()) and bool((n_det > torch.finfo(x.dtype).tiny).all()):
+        return x / norm, n_det[:, 0]
     scale = x.detach().abs().amax(dim=1, keepdim=True)
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))
     y = x / scale
