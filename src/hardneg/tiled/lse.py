@@ -62,7 +62,7 @@ def _forward(
 
 class _TiledLSE(torch.autograd.Function):
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, anchors: Tensor, candidates: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int
     ) -> tuple[Tensor, Tensor]:
         out, counts = _forward(anchors, candidates, exponents, rule, tile)
