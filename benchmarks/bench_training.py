@@ -23,13 +23,15 @@ import torch
 from hardneg.data.augment import SimCLRAugment, digits_augment
 from hardneg.data.digits import load_digits_images
 from hardneg.models import build_encoder
-from hardneg.train.data import step_generator
-from hardneg.train.strategies import build_loss, build_negatives
+from hardneg.train.build import build_loss
+from hardneg.train.config import load_config
+from hardneg.train.seeding import step_generator
 
 
 def bench(name: str, images: torch.Tensor, encoder: torch.nn.Module, augment: torch.nn.Module, *,
           batch: int, steps: int, strategy: str, warmup: int = 1) -> dict[str, float]:
-    loss_fn = build_loss(negatives=build_negatives(strategy, beta=1.0, epsilon=0.5), tau_plus=0.1)
+    loss_fn = build_loss(load_config(None, [f"loss.negatives.name={strategy}", "loss.objective.name=debiased",
+                                            "loss.objective.tau_plus=0.1"]))
     opt = torch.optim.Adam(encoder.parameters(), lr=1e-3, weight_decay=1e-6)
     phases = {"augment": 0.0, "encoder": 0.0, "loss": 0.0, "backward+optimizer": 0.0}
     g = torch.Generator().manual_seed(0)

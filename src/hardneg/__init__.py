@@ -1,16 +1,37 @@
 """hardneg: contrastive learning in which the distribution of negatives is what you control.
 
-The loss engine (``scores`` → ``negatives`` → ``objectives`` → ``loss``) imports nothing but
-torch; pipelines, evaluation, theory and the CLI sit on top.
+The loss engine (``scores`` → ``negatives`` → ``objectives`` → ``reduction``, composed by
+:class:`ContrastiveLoss`) imports nothing but torch; pipelines, evaluation, theory and the CLI
+sit on top. Names are imported on first use, so ``import hardneg`` (and the ``hardneg`` command's
+``--help``) does not load torch until a loss is actually needed.
 """
 
-from hardneg import distributed, functional, negatives, objectives, queue, reduction
-from hardneg.loss import ContrastiveLoss
-from hardneg.reduction import LossOutput
-from hardneg.schedules import BetaAnnealing, annealed_beta
-from hardneg.scores import Scores, pair_scores, simclr_scores
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_WHERE = {
+    "BetaAnnealing": "hardneg.schedules",
+    "ContrastiveLoss": "hardneg.loss",
+    "LossOutput": "hardneg.reduction",
+    "Scores": "hardneg.scores",
+    "annealed_beta": "hardneg.schedules",
+    "pair_scores": "hardneg.scores",
+    "simclr_scores": "hardneg.scores",
+}
+_SUBMODULES = (
+    "distributed",
+    "functional",
+    "gradcache",
+    "negatives",
+    "objectives",
+    "queue",
+    "reduction",
+    "tiled",
+)
 
 __all__ = [
     "BetaAnnealing",
@@ -21,10 +42,34 @@ __all__ = [
     "annealed_beta",
     "distributed",
     "functional",
+    "gradcache",
     "negatives",
     "objectives",
     "pair_scores",
     "queue",
     "reduction",
     "simclr_scores",
+    "tiled",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
+    from hardneg import distributed, functional, gradcache, negatives, objectives, queue, reduction, tiled
+    from hardneg.loss import ContrastiveLoss
+    from hardneg.reduction import LossOutput
+    from hardneg.schedules import BetaAnnealing, annealed_beta
+    from hardneg.scores import Scores, pair_scores, simclr_scores
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"hardneg.{name}")
+    else:
+        raise AttributeError(f"module 'hardneg' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

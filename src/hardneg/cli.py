@@ -11,7 +11,7 @@
     hardneg theory ...                         # bounds, optimal K, collisions (if installed)
 
 ``CONFIG`` is a YAML path or the name of a packaged config (``digits``, ``digits_compare``,
-...). Overrides use dotted keys: ``loss.beta=0.5 train.epochs=3 eval.kwise=[1,4]``.
+...). Overrides use dotted keys: ``loss.negatives.beta=0.5 train.epochs=3 eval.kwise=[1,4]``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Annotated
 
 import typer
 
-from hardneg.config import ConfigError, dump_yaml, load_config, packaged_config_names
 from hardneg.theory.cli import app as theory_app
 
 __all__ = ["app", "main"]
@@ -41,7 +40,8 @@ ConfigArg = Annotated[
     str, typer.Argument(help="YAML file, or a packaged config name (see `hardneg configs`).")
 ]
 OverridesArg = Annotated[
-    list[str] | None, typer.Argument(help="dotted key=value overrides, e.g. loss.beta=0.5 train.epochs=3")
+    list[str] | None,
+    typer.Argument(help="dotted key=value overrides, e.g. loss.negatives.beta=0.5 train.epochs=3"),
 ]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="output folder (default: <out_dir>/<name>)")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="continue from the last epoch checkpoint(s)")]
@@ -72,13 +72,15 @@ def _fail(err: Exception) -> typer.Exit:
 
 
 def _load(config: str, overrides: list[str] | None):  # type: ignore[no-untyped-def]
+    from hardneg.train.config import ConfigError, load_config
+
     try:
         return load_config(config, overrides or [])
     except ConfigError as err:
         raise _fail(err) from None
 
 
-_USER_ERRORS = (ConfigError, FileNotFoundError, FileExistsError, ValueError, RuntimeError)
+_USER_ERRORS = (FileNotFoundError, FileExistsError, ValueError, RuntimeError)  # ConfigError is a ValueError
 
 
 @app.command()
@@ -87,7 +89,8 @@ def train(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
     """Pre-train one encoder, evaluate it and write a run folder."""
     cfg = _load(config, overrides)
     _quiet_lightning()
-    from hardneg.train.experiment import timing_lines, train_run
+    from hardneg.train.experiment import train_run
+    from hardneg.train.run_folder import timing_lines
 
     start = time.perf_counter()
     try:
@@ -129,7 +132,7 @@ def evaluate(run: Annotated[Path, typer.Argument(help="run folder written by `ha
 
 def _print_group(result, label: str, wall: float, quiet: bool) -> None:  # type: ignore[no-untyped-def]
     from hardneg.train.compare import format_table
-    from hardneg.train.experiment import timing_lines
+    from hardneg.train.run_folder import timing_lines
 
     seeds = max((len(v) for v in result.runs.values()), default=0)
     typer.echo(format_table(result.table, label=label, seeds=seeds))
@@ -174,12 +177,16 @@ def sweep(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
 @app.command("config")
 def show_config(config: ConfigArg, overrides: OverridesArg = None) -> None:
     """Print the resolved config (defaults + file + overrides) as YAML."""
+    from hardneg.train.config import dump_yaml
+
     typer.echo(dump_yaml(_load(config, overrides)), nl=False)
 
 
 @app.command()
 def configs() -> None:
     """List the packaged configs usable as CONFIG."""
+    from hardneg.train.config import packaged_config_names
+
     for name in packaged_config_names():
         typer.echo(name)
 

@@ -28,9 +28,17 @@ def test_unknown_key_exits_2_and_lists_valid_keys():
 
 
 def test_invalid_value_names_key_constraint_value_and_choices():
-    result = invoke("compare", "digits_compare", "loss.negatives=hardest")
+    result = invoke("compare", "digits_compare", "loss.negatives.name=hardest")
     assert result.exit_code == 2
-    assert "'loss.negatives': must be one of ['hard', 'ot', 'uniform'], got 'hardest'" in result.output
+    assert "'loss.negatives.name'" in result.output
+    assert "must be one of ['hard', 'ot', 'uniform'], got 'hardest' (did you mean 'hard'?)" in result.output
+
+
+def test_a_parameter_of_another_distribution_is_refused_with_the_valid_keys():
+    result = invoke("train", "digits", "loss.negatives.name=hard", "loss.negatives.epsilon=0.5")
+    assert result.exit_code == 2
+    assert result.output.count("error:") == 1
+    assert "'loss.negatives.epsilon'" in result.output and "beta, detach_weights, rescale" in result.output
 
 
 def test_missing_config_file_is_named():
@@ -40,7 +48,7 @@ def test_missing_config_file_is_named():
 
 
 def test_malformed_override_is_explained():
-    result = invoke("train", "digits", "loss.beta")
+    result = invoke("train", "digits", "loss.negatives.beta")
     assert result.exit_code == 2 and "key=value" in result.output
 
 
@@ -50,10 +58,10 @@ def test_missing_run_folder_is_named(tmp_path):
 
 
 def test_config_prints_the_resolved_yaml_and_configs_lists_packaged():
-    result = invoke("config", "digits", "loss.beta=0.25", "train.epochs=3")
+    result = invoke("config", "digits", "loss.negatives.beta=0.25", "train.epochs=3")
     assert result.exit_code == 0
     data = yaml.safe_load(result.output)
-    assert data["loss"]["beta"] == 0.25 and data["train"]["epochs"] == 3
+    assert data["loss"]["negatives"]["beta"] == 0.25 and data["train"]["epochs"] == 3
     listed = invoke("configs").output.split()
     assert "digits" in listed and "digits_compare" in listed
 
@@ -74,19 +82,37 @@ def test_train_then_evaluate_a_saved_run(tmp_path):
 
 def test_compare_writes_a_table_over_strategies_and_seeds(tmp_path):
     cfg = tmp_path / "cmp.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "name": "cmp", "compare": {"seeds": [0, 1], "strategies": [
-            {"name": "simclr", "overrides": {"loss.negatives": "uniform", "loss.tau_plus": 0.0}},
-            {"name": "hard", "overrides": {"loss.negatives": "hard", "loss.beta": 1.0, "loss.tau_plus": 0.1}},
-        ]}}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "name": "cmp",
+                "compare": {
+                    "seeds": [0, 1],
+                    "strategies": [
+                        {"name": "simclr", "overrides": {}},
+                        {
+                            "name": "hard",
+                            "overrides": {
+                                "loss.negatives": {"name": "hard", "beta": 1.0},
+                                "loss.objective": {"name": "debiased", "tau_plus": 0.1},
+                            },
+                        },
+                    ],
+                },
+            }
+        )
+    )
     out = tmp_path / "out"
     result = invoke("compare", str(cfg), *tiny("eval.every_n_epochs=1"), "--out", str(out))
     assert result.exit_code == 0, result.output
     assert "| simclr |" in result.output and "| hard |" in result.output and "±" in result.output
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert sorted((r["strategy"], r["run"]) for r in rows) == [
-        ("hard", "hard/seed0"), ("hard", "hard/seed1"),
-        ("simclr", "simclr/seed0"), ("simclr", "simclr/seed1")]
+        ("hard", "hard/seed0"),
+        ("hard", "hard/seed1"),
+        ("simclr", "simclr/seed0"),
+        ("simclr", "simclr/seed1"),
+    ]
     table = json.loads((out / "results.json").read_text())["table"]
     runs = {(r["strategy"], r["run"]): float(r["knn_top1"]) for r in rows}
     mean_hard = (runs[("hard", "hard/seed0")] + runs[("hard", "hard/seed1")]) / 2
@@ -100,18 +126,32 @@ def test_compare_writes_a_table_over_strategies_and_seeds(tmp_path):
 
 def test_sweep_over_beta_writes_table_and_curve(tmp_path):
     out = tmp_path / "sweep"
-    result = invoke("sweep", "digits", *tiny("loss.negatives=hard", "eval.linear=false"),
-                    "sweep.grid={loss.beta: [0.0, 2.0]}", "sweep.seeds=[0]", "--out", str(out))
+    result = invoke(
+        "sweep",
+        "digits",
+        *tiny("loss.negatives.name=hard", "eval.linear=false"),
+        "sweep.grid={loss.negatives.beta: [0.0, 2.0]}",
+        "sweep.seeds=[0]",
+        "--out",
+        str(out),
+    )
     assert result.exit_code == 0, result.output
     assert "| beta=0.0 |" in result.output and "| beta=2.0 |" in result.output
     assert (out / "figures" / "accuracy_vs_beta.png").is_file()
     cfgs = [yaml.safe_load((out / p / "seed0" / "config.yaml").read_text()) for p in ("beta=0.0", "beta=2.0")]
-    assert [c["loss"]["beta"] for c in cfgs] == [0.0, 2.0]
+    assert [c["loss"]["negatives"]["beta"] for c in cfgs] == [0.0, 2.0]
     # two worker processes give the same results as one
     parallel = tmp_path / "parallel"
-    again = invoke("sweep", "digits", *tiny("loss.negatives=hard", "eval.linear=false"),
-                   "sweep.grid={loss.beta: [0.0, 2.0]}", "sweep.seeds=[0]", "sweep.workers=2",
-                   "--out", str(parallel))
+    again = invoke(
+        "sweep",
+        "digits",
+        *tiny("loss.negatives.name=hard", "eval.linear=false"),
+        "sweep.grid={loss.negatives.beta: [0.0, 2.0]}",
+        "sweep.seeds=[0]",
+        "sweep.workers=2",
+        "--out",
+        str(parallel),
+    )
     assert again.exit_code == 0, again.output
     one = json.loads((out / "results.json").read_text())["table"]
     two = json.loads((parallel / "results.json").read_text())["table"]
@@ -119,5 +159,5 @@ def test_sweep_over_beta_writes_table_and_curve(tmp_path):
 
 
 def test_sweep_grid_keys_are_validated():
-    result = invoke("sweep", "digits", "sweep.grid={loss.bta: [0, 1]}")
-    assert result.exit_code == 2 and "sweep.grid" in result.output and "'loss.bta'" in result.output
+    result = invoke("sweep", "digits", "sweep.grid={loss.negatives.bta: [0, 1]}")
+    assert result.exit_code == 2 and "sweep.grid" in result.output and "'loss.negatives.bta'" in result.output

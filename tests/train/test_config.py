@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hardneg.config import (
+from hardneg.train.config import (
     ConfigError,
     RunConfig,
     config_to_dict,
@@ -23,29 +23,81 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_overrides_are_parsed_as_yaml_scalars_and_lists():
-    assert parse_overrides(["loss.beta=0.5", "eval.kwise=[1, 4]", "loss.num_negatives=null", "name=x"]) == {
-        "loss.beta": 0.5, "eval.kwise": [1, 4], "loss.num_negatives": None, "name": "x"}
+    assert parse_overrides(
+        ["loss.negatives.beta=0.5", "eval.kwise=[1, 4]", "loss.num_negatives=null", "name=x"]
+    ) == {"loss.negatives.beta": 0.5, "eval.kwise": [1, 4], "loss.num_negatives": None, "name": "x"}
+
+
+def test_every_python_float_literal_is_a_float(tmp_path):
+    """YAML 1.1 reads 1e-3 as a string; a config accepts every float a Python user writes."""
+    assert parse_overrides(["train.lr=1e-3", "x=2E+2", "y=.5"]) == {"train.lr": 1e-3, "x": 200.0, "y": 0.5}
+    path = tmp_path / "c.yaml"
+    path.write_text("train: {lr: 1e-3, weight_decay: 5e-7}\n")
+    cfg = load_config(path, ["train.lr=3e-4"])
+    assert cfg.train.lr == 3e-4 and cfg.train.weight_decay == 5e-7
+    assert parse_overrides(["name='1e-3'"]) == {"name": "1e-3"}  # a quoted string stays a string
+
+
+def test_duplicate_yaml_keys_are_an_error(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("train:\n  epochs: 3\n  epochs: 4\n")
+    with pytest.raises(ConfigError, match=r"duplicate key 'epochs' at line 3 \(first at line 2\)"):
+        load_config(path)
 
 
 def test_file_then_overrides_later_wins(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("name: mine\nloss: {negatives: hard, beta: 2.0}\ntrain: {epochs: 7}\n")
-    cfg = load_config(path, ["loss.beta=0.25"])
-    assert (cfg.name, cfg.loss.negatives, cfg.loss.beta, cfg.train.epochs) == ("mine", "hard", 0.25, 7)
+    path.write_text("name: mine\nloss: {negatives: {name: hard, beta: 2.0}}\ntrain: {epochs: 7}\n")
+    cfg = load_config(path, ["loss.negatives.beta=0.25"])
+    assert (cfg.name, cfg.loss.negatives["name"], cfg.loss.negatives["beta"], cfg.train.epochs) == (
+        "mine",
+        "hard",
+        0.25,
+        7,
+    )
     assert cfg.train.batch_size == RunConfig().train.batch_size  # untouched keys keep defaults
 
 
-def test_int_is_accepted_for_float_and_kept_float():
-    cfg = load_config(None, ["loss.beta=1"])
-    assert isinstance(cfg.loss.beta, float) and cfg.loss.beta == 1.0
+def test_component_sections_fill_defaults_and_switch_cleanly():
+    cfg = load_config(None, ["loss.negatives.name=hard", "loss.negatives.beta=1"])
+    assert cfg.loss.negatives == {"name": "hard", "beta": 1.0, "detach_weights": False, "rescale": False}
+    assert isinstance(cfg.loss.negatives["beta"], float)
+    # switching the name starts the section afresh: no beta left over for OT
+    ot = with_overrides(cfg, {"loss.negatives.name": "ot"})
+    assert ot.loss.negatives["name"] == "ot" and "beta" not in ot.loss.negatives
+    assert ot.loss.negatives["epsilon"] == 0.5 and ot.loss.negatives["max_iter"] == 1000
+
+
+def test_a_key_of_another_component_names_the_key_and_the_valid_ones():
+    with pytest.raises(ConfigError) as err:
+        load_config("digits", ["loss.negatives.name=hard", "loss.negatives.epsilon=0.5"])
+    msg = str(err.value)
+    assert "unknown config key 'loss.negatives.epsilon'" in msg
+    assert "beta, detach_weights, rescale" in msg
+
+
+def test_component_range_errors_come_from_the_component():
+    with pytest.raises(
+        ConfigError, match=r"'loss.negatives' \(hard\): beta must be a finite number >= 0, got -1"
+    ):
+        load_config(None, ["loss.negatives.name=hard", "loss.negatives.beta=-1"])
+    with pytest.raises(
+        ConfigError, match=r"'loss.objective' \(debiased\): tau_plus must lie in \[0.0, 1.0\)"
+    ):
+        load_config(None, ["loss.objective.name=debiased", "loss.objective.tau_plus=1.0"])
+    with pytest.raises(
+        ConfigError,
+        match=r"'loss.negatives.name': .*\['hard', 'ot', 'uniform'\], got 'hardd' \(did you mean 'hard'\?\)",
+    ):
+        load_config(None, ["loss.negatives.name=hardd"])
 
 
 def test_unknown_key_lists_valid_keys_and_suggests():
     with pytest.raises(ConfigError) as err:
-        load_config(None, ["loss.betaa=1"])
+        load_config(None, ["loss.temperatur=1"])
     msg = str(err.value)
-    assert "'loss.betaa'" in msg and "did you mean 'loss.beta'" in msg
-    for key in ("beta", "tau_plus", "temperature", "negatives", "epsilon"):
+    assert "'loss.temperatur'" in msg and "did you mean 'loss.temperature'" in msg
+    for key in ("negatives", "objective", "temperature", "num_negatives", "collision_free"):
         assert key in msg
 
 
@@ -65,9 +117,10 @@ def test_unknown_section_is_rejected():
 @pytest.mark.parametrize(
     ("override", "pattern"),
     [
-        ("loss.negatives=foo", r"'loss.negatives': must be one of \['hard', 'ot', 'uniform'\], got 'foo'"),
-        ("loss.tau_plus=1.0", r"'loss.tau_plus': must be < 1.0, got 1.0"),
-        ("loss.temperature=0", r"'loss.temperature': must be > 0.0, got 0"),
+        ("loss.temperature=0", r"'loss.temperature': must be >= 0.0001, got 0"),
+        ("seed=4294967296", r"'seed': must be <= 4294967295, got 4294967296"),
+        ("train.epochs=" + "9" * 400, r"'train.epochs': must be <= 10000000, got 9999.*\(400 characters\)"),
+        ("compare.seeds=[]", r"'compare.seeds': must not be empty, got \[\]"),
         ("train.epochs=2.5", r"'train.epochs': must be an integer, got 2.5"),
         ("train.deterministic=maybe", r"'train.deterministic': must be true or false, got 'maybe'"),
         ("eval.kwise=[0]", r"'eval.kwise\[0\]': must be >= 1, got 0"),
@@ -87,13 +140,13 @@ def test_missing_file_names_the_file_and_packaged_configs():
 
 def test_compare_strategy_overrides_are_validated(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("compare:\n  strategies:\n    - name: a\n      overrides: {loss.bta: 1}\n")
-    with pytest.raises(ConfigError, match=r"compare.strategies\[0\].overrides.*'loss.bta'"):
+    path.write_text("compare:\n  strategies:\n    - name: a\n      overrides: {loss.negatives.bta: 1}\n")
+    with pytest.raises(ConfigError, match=r"compare.strategies\[0\].overrides.*'loss.negatives.bta'"):
         load_config(path)
 
 
 def test_yaml_round_trip(tmp_path):
-    cfg = load_config("digits", ["loss.beta=0.3", "compare.seeds=[4]"])
+    cfg = load_config("digits", ["loss.negatives.beta=0.3", "compare.seeds=[4]"])
     path = tmp_path / "config.yaml"
     path.write_text(dump_yaml(cfg))
     assert load_config(path) == cfg
@@ -122,8 +175,12 @@ def test_paper_configs_follow_hcl_settings():
         cfg = load_config(REPO / "configs" / "paper" / f"{name}_hard.yaml")
         assert cfg.model.encoder == "resnet50_cifar"
         assert (cfg.train.epochs, cfg.train.optimizer, cfg.train.lr, cfg.train.weight_decay) == (
-            400, "adam", 1e-3, 1e-6)
-        assert cfg.loss.temperature == 0.5 and cfg.loss.negatives == "hard"
+            400,
+            "adam",
+            1e-3,
+            1e-6,
+        )
+        assert cfg.loss.temperature == 0.5 and cfg.loss.negatives["name"] == "hard"
         assert cfg.train.batch_size in (256, 512)
         assert cfg.data.dataset == name and cfg.data.root is not None
 

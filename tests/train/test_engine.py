@@ -7,9 +7,10 @@ import json
 import pytest
 import torch
 
-from hardneg.config import ConfigError, load_config
+from hardneg.train.build import build_loss
+from hardneg.train.config import ConfigError, load_config
 from hardneg.train.experiment import RunExists, evaluate_run, train_run
-from hardneg.train.strategies import StrategyUnavailable, build_loss, build_negatives, strategy_names
+from hardneg.train.registry import NEGATIVES, OBJECTIVES
 
 from .helpers import tiny
 
@@ -19,19 +20,38 @@ EVAL_KEYS = {"linear_top1", "knn_top1", "knn_top5", "mean_top1", "kwise1_top1"}
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     run = tmp_path_factory.mktemp("runs") / "hard"
-    cfg = load_config("digits", tiny("loss.negatives=hard", "loss.beta=1.0", "loss.tau_plus=0.1",
-                                     "train.epochs=2", "eval.every_n_epochs=1"))
+    cfg = load_config(
+        "digits",
+        tiny(
+            "loss.negatives.name=hard",
+            "loss.negatives.beta=1.0",
+            "loss.objective.name=debiased",
+            "loss.objective.tau_plus=0.1",
+            "train.epochs=2",
+            "eval.every_n_epochs=1",
+        ),
+    )
     return train_run(cfg, run, quiet=True)
 
 
 def test_run_folder_has_config_metrics_checkpoints_figures_summary(finished_run):
     run = finished_run.run_dir
-    for name in ("config.yaml", "metrics.json", "metrics.csv", "eval.csv", "summary.md",
-                 "checkpoints/last.ckpt", "figures/cosine_histograms.png", "figures/hardest_negatives.png",
-                 "figures/loss.png", "figures/knn_vs_epochs.png", "logs/csv/metrics.csv"):
+    for name in (
+        "config.yaml",
+        "metrics.json",
+        "metrics.csv",
+        "eval.csv",
+        "summary.md",
+        "checkpoints/last.ckpt",
+        "figures/cosine_histograms.png",
+        "figures/hardest_negatives.png",
+        "figures/loss.png",
+        "figures/knn_vs_epochs.png",
+        "logs/csv/metrics.csv",
+    ):
         assert (run / name).is_file(), name
     assert list((run / "logs" / "tensorboard").glob("events.out.tfevents.*"))
-    assert load_config(run / "config.yaml").loss.negatives == "hard"
+    assert load_config(run / "config.yaml").loss.negatives["name"] == "hard"
     data = json.loads((run / "metrics.json").read_text())
     assert set(data["eval"]) == EVAL_KEYS
     assert all(0.0 <= v <= 1.0 for v in data["eval"].values())
@@ -66,23 +86,40 @@ def test_existing_run_folder_is_not_overwritten_silently(finished_run):
 
 
 def test_beta_annealing_is_applied_per_epoch(tmp_path):
-    cfg = load_config("digits", tiny("loss.negatives=hard", "loss.beta=1.0", "loss.anneal=true",
-                                     "loss.anneal_changes=2", "train.epochs=2", "eval.linear=false",
-                                     "eval.figures=false"))
+    cfg = load_config(
+        "digits",
+        tiny(
+            "loss.negatives.name=hard",
+            "loss.negatives.beta=1.0",
+            "loss.anneal.enabled=true",
+            "loss.anneal.changes=2",
+            "train.epochs=2",
+            "eval.linear=false",
+            "eval.figures=false",
+        ),
+    )
     result = train_run(cfg, tmp_path / "anneal", quiet=True)
     assert [row["beta"] for row in result.history] == [1.0, 0.5]
 
 
-def test_annealing_a_strategy_without_beta_is_rejected(tmp_path):
-    cfg = load_config("digits", tiny("loss.negatives=uniform", "loss.anneal=true"))
-    with pytest.raises(ConfigError, match=r"'loss.anneal'.*'uniform'"):
-        train_run(cfg, tmp_path / "bad", quiet=True)
+def test_annealing_a_distribution_without_beta_is_rejected():
+    with pytest.raises(ConfigError, match=r"'loss.anneal.enabled'.*'uniform'"):
+        load_config("digits", tiny("loss.negatives.name=uniform", "loss.anneal.enabled=true"))
 
 
 def test_moco_mode_trains_with_a_queue(tmp_path):
-    cfg = load_config("digits", tiny("train.mode=moco", "moco.queue_size=256", "moco.momentum=0.9",
-                                     "loss.negatives=hard", "loss.beta=0.2", "train.epochs=2",
-                                     "eval.figures=false"))
+    cfg = load_config(
+        "digits",
+        tiny(
+            "train.mode=moco",
+            "moco.queue_size=256",
+            "moco.momentum=0.9",
+            "loss.negatives.name=hard",
+            "loss.negatives.beta=0.2",
+            "train.epochs=2",
+            "eval.figures=false",
+        ),
+    )
     result = train_run(cfg, tmp_path / "moco", quiet=True)
     assert result.history[-1]["num_negatives"] == 256.0  # the queue, not the batch
     state = torch.load(result.run_dir / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
@@ -93,22 +130,26 @@ def test_moco_mode_trains_with_a_queue(tmp_path):
 
 
 def test_oracle_positives_and_collision_free_negatives(tmp_path):
-    cfg = load_config("digits", tiny("data.oracle_positive=true", "loss.collision_free=true",
-                                     "eval.figures=false"))
+    cfg = load_config(
+        "digits", tiny("data.oracle_positive=true", "loss.collision_free=true", "eval.figures=false")
+    )
     result = train_run(cfg, tmp_path / "oracle", quiet=True)
     assert result.history[-1]["collision_rate"] == 0.0  # same-label candidates are masked out
     assert result.history[-1]["num_negatives"] < 126.0
 
 
-def test_every_registered_strategy_builds_or_says_why():
+def test_every_registered_distribution_and_objective_builds_a_finite_loss():
     z1, z2 = torch.randn(8, 4), torch.randn(8, 4)
-    for name in strategy_names():
-        try:
-            loss = build_loss(negatives=build_negatives(name, beta=0.5, epsilon=0.5), tau_plus=0.1)
-        except StrategyUnavailable as err:
-            assert name in str(err)
-            continue
-        assert torch.isfinite(loss(z1, z2))
+    for neg in NEGATIVES.names():
+        for obj in OBJECTIVES.names():
+            cfg = load_config("digits", [f"loss.negatives.name={neg}", f"loss.objective.name={obj}"])
+            loss = build_loss(cfg)
+            try:
+                value = loss(z1, z2)
+            except ValueError as err:  # the one refused pair: the max hinge cannot take weights
+                assert obj == "hinge" and "non-uniform weights" in str(err), (neg, obj, err)
+                continue
+            assert torch.isfinite(value), (neg, obj)
 
 
 def _write_cifar10(root, n_train_per_batch=40, n_test=40):
@@ -121,16 +162,29 @@ def _write_cifar10(root, n_train_per_batch=40, n_test=40):
     rng = np.random.default_rng(0)
     for name, n in [*((f"data_batch_{i}", n_train_per_batch) for i in range(1, 6)), ("test_batch", n_test)]:
         with (folder / name).open("wb") as fh:
-            pickle.dump({b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
-                         b"labels": rng.integers(0, 10, n).tolist()}, fh)
+            pickle.dump(
+                {
+                    b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                    b"labels": rng.integers(0, 10, n).tolist(),
+                },
+                fh,
+            )
     with (folder / "batches.meta").open("wb") as fh:
         pickle.dump({b"label_names": [f"c{i}".encode() for i in range(10)]}, fh)
 
 
 def test_cifar10_files_on_disk_train_through_the_reader(tmp_path):
     _write_cifar10(tmp_path / "data")
-    cfg = load_config("digits", tiny("data.dataset=cifar10", f"data.root={tmp_path / 'data'}",
-                                     "data.augment=simclr", "eval.figures=false", "eval.linear=false"))
+    cfg = load_config(
+        "digits",
+        tiny(
+            "data.dataset=cifar10",
+            f"data.root={tmp_path / 'data'}",
+            "data.augment=simclr",
+            "eval.figures=false",
+            "eval.linear=false",
+        ),
+    )
     result = train_run(cfg, tmp_path / "cifar", quiet=True)
     assert len(result.history) == 1 and torch.isfinite(torch.tensor(result.history[0]["loss"]))
     assert "knn_top1" in result.eval

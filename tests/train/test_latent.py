@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from hardneg.config import ConfigError, load_config, resolve_config_path
 from hardneg.theory.simulator import LatentClassSimulator
+from hardneg.train.config import ConfigError, load_config, resolve_config_path
 from hardneg.train.data import ContrastiveDataModule
 from hardneg.train.experiment import evaluate_run, train_run
 from hardneg.train.latent import BatchedPairs, load_latent_splits
@@ -57,30 +57,33 @@ def test_training_pairs_are_the_simulators_items_and_true_positives():
     assert x.shape == x_pos.shape == (3, 6) and y.tolist() == train.labels[[3, 1, 4]].tolist()
     assert idx.tolist() == [3, 1, 4]
     assert test.inputs.shape == (30, 6) and test.labels.dtype == torch.int64 and test.positives is None
-    again_train, again_test = load_latent_splits(num_classes=4, input_dim=6, train_size=50, test_size=30,
-                                                 seed=3)
+    again_train, again_test = load_latent_splits(
+        num_classes=4, input_dim=6, train_size=50, test_size=30, seed=3
+    )
     assert torch.equal(again_train.inputs, train.inputs) and torch.equal(again_test.inputs, test.inputs)
 
 
 def test_gaussian_pairs_share_their_class_mean():
     # noise 0: both views are mu_c exactly, so a pair is identical and the test draw hits the means
-    train, test = load_latent_splits(num_classes=3, input_dim=5, noise_std=0.0, train_size=20,
-                                     test_size=10, seed=1)
+    train, test = load_latent_splits(
+        num_classes=3, input_dim=5, noise_std=0.0, train_size=20, test_size=10, seed=1
+    )
     assert torch.equal(train.inputs, train.positives)
     means = LatentClassSimulator(num_classes=3, input_dim=5, seed=1).means
     assert np.allclose(test.inputs.numpy(), means[test.labels.numpy()], atol=1e-6)
 
 
 def test_topics_kind_gives_unit_norm_bag_of_words():
-    train, _ = load_latent_splits(num_classes=3, kind="topics", vocab_size=50, topic_words=5,
-                                  doc_length=10, train_size=8, test_size=4)
+    train, _ = load_latent_splits(
+        num_classes=3, kind="topics", vocab_size=50, topic_words=5, doc_length=10, train_size=8, test_size=4
+    )
     assert train.inputs.shape == (8, 50)
     assert torch.allclose(train.inputs.norm(dim=1), torch.ones(8))
 
 
 def test_data_module_batches_pairs():
     train, _ = load_latent_splits(num_classes=3, input_dim=4, train_size=40, test_size=4)
-    dm = ContrastiveDataModule(train=train, batch_size=16, seed=0)
+    dm = ContrastiveDataModule(dataset=BatchedPairs(train), batch_size=16, seed=0)
     batches = list(dm.train_dataloader())
     assert len(batches) == 2
     x, x_pos, _, idx = batches[0]
@@ -89,8 +92,15 @@ def test_data_module_batches_pairs():
 
 def test_run_folder_has_features_npz_with_test_shapes(latent_run):
     run = latent_run.run_dir
-    for name in ("config.yaml", "metrics.json", "eval.csv", "summary.md", "features.npz",
-                 "figures/cosine_histograms.png", "figures/loss.png"):
+    for name in (
+        "config.yaml",
+        "metrics.json",
+        "eval.csv",
+        "summary.md",
+        "features.npz",
+        "figures/cosine_histograms.png",
+        "figures/loss.png",
+    ):
         assert (run / name).is_file(), name
     assert not (run / "figures" / "hardest_negatives.png").exists()  # images only
     with np.load(run / "features.npz") as data:
@@ -98,8 +108,7 @@ def test_run_folder_has_features_npz_with_test_shapes(latent_run):
         f, y = data["features"], data["labels"]
     assert f.shape == (150, 8) and f.dtype == np.float32
     assert y.shape == (150,) and y.dtype == np.int64
-    _, test = load_latent_splits(num_classes=10, input_dim=32, noise_std=2.0, train_size=384,
-                                 test_size=150)
+    _, test = load_latent_splits(num_classes=10, input_dim=32, noise_std=2.0, train_size=384, test_size=150)
     assert np.array_equal(y, test.labels.numpy())
     assert np.allclose(f, latent_run.test_features.numpy())
     assert not list(run.glob(".features.npz.*"))  # no temporary file left behind
@@ -128,8 +137,12 @@ def _logged(run: Path, key: str) -> list[float]:
 
 @pytest.mark.parametrize("extra", [[], ["loss.num_negatives=8"]])
 def test_collision_free_oracle_removes_every_collision(tmp_path, extra):
-    cfg = load_config("latent_classes", tiny_latent("loss.collision_free=true", "train.epochs=1",
-                                                    "eval.linear=false", "eval.figures=false", *extra))
+    cfg = load_config(
+        "latent_classes",
+        tiny_latent(
+            "loss.collision_free=true", "train.epochs=1", "eval.linear=false", "eval.figures=false", *extra
+        ),
+    )
     result = train_run(cfg, tmp_path / "cf", quiet=True)
     row = result.history[-1]
     assert row["collision_rate"] == 0.0
@@ -140,8 +153,10 @@ def test_collision_free_oracle_removes_every_collision(tmp_path, extra):
 
 
 def test_num_negatives_subsamples_the_batch(tmp_path):
-    cfg = load_config("latent_classes", tiny_latent("loss.num_negatives=8", "train.epochs=1",
-                                                    "eval.linear=false", "eval.figures=false"))
+    cfg = load_config(
+        "latent_classes",
+        tiny_latent("loss.num_negatives=8", "train.epochs=1", "eval.linear=false", "eval.figures=false"),
+    )
     row = train_run(cfg, tmp_path / "k8", quiet=True).history[-1]
     assert row["num_negatives"] == 8.0 and 0.0 <= row["collision_rate"] < 0.5
 
@@ -150,14 +165,22 @@ def test_num_negatives_subsamples_the_batch(tmp_path):
     ("override", "pattern"),
     [
         ("data.latent.num_classes=1", r"'data.latent.num_classes': must be >= 2, got 1"),
-        ("data.latent.class_probs=[0.5,0.5]",
-         r"'data.latent.class_probs': must have data.latent.num_classes = 10 entries, got 2"),
-        ("data.latent.class_probs=[0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2]",
-         r"'data.latent.class_probs': must sum to 1, got sum 2.0"),
-        ("data.latent.class_probs=[-0.1,0.3,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1]",
-         r"'data.latent.class_probs\[0\]': must be >= 0.0, got -0.1"),
-        ("data.latent.kind=images",
-         r"'data.latent.kind': must be one of \['gaussian', 'topics'\], got 'images'"),
+        (
+            "data.latent.class_probs=[0.5,0.5]",
+            r"'data.latent.class_probs': must have data.latent.num_classes = 10 entries, got 2",
+        ),
+        (
+            "data.latent.class_probs=[0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2,0.2]",
+            r"'data.latent.class_probs': must sum to 1, got sum 2.0",
+        ),
+        (
+            "data.latent.class_probs=[-0.1,0.3,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1]",
+            r"'data.latent.class_probs\[0\]': must be >= 0.0, got -0.1",
+        ),
+        (
+            "data.latent.kind=images",
+            r"'data.latent.kind': must be one of \['gaussian', 'topics'\], got 'images'",
+        ),
         ("data.latent.noise_std=-1", r"'data.latent.noise_std': must be >= 0.0, got -1"),
         ("data.latent.train_size=1", r"'data.latent.train_size': must be >= 2, got 1"),
         ("data.latent.test_size=0", r"'data.latent.test_size': must be >= 2, got 0"),
@@ -165,7 +188,10 @@ def test_num_negatives_subsamples_the_batch(tmp_path):
         ("data.latent.seed=-3", r"'data.latent.seed': must be >= 0, got -3"),
         ("data.latent.input_dim=0", r"'data.latent.input_dim': must be >= 1, got 0"),
         ("data.latent.dim=4", r"unknown config key 'data.latent.dim'.*valid keys in 'data.latent'"),
-        ("model.encoder=small_cnn", r"'model.encoder': data.dataset 'latent' yields vectors; use 'mlp'"),
+        (
+            "model.encoder=small_cnn",
+            r"'model.encoder': data.dataset 'latent' \(vectors\) takes one of \['mlp'\]",
+        ),
         ("data.augment=simclr", r"'data.augment': the views of data.dataset 'latent' .* got 'simclr'"),
         ("data.oracle_positive=true", r"'data.oracle_positive'.*must be false"),
     ],
@@ -178,12 +204,17 @@ def test_bad_simulator_config_is_rejected_naming_the_key(override, pattern):
 def test_topic_words_above_vocab_size_is_rejected():
     pattern = r"'data.latent.topic_words': must be <= data.latent.vocab_size = 10, got 20"
     with pytest.raises(ConfigError, match=pattern):
-        load_config("latent_classes", ["data.latent.kind=topics", "data.latent.vocab_size=10",
-                                       "data.latent.topic_words=20"])
+        load_config(
+            "latent_classes",
+            ["data.latent.kind=topics", "data.latent.vocab_size=10", "data.latent.topic_words=20"],
+        )
 
 
 def test_mlp_on_images_is_rejected_at_load_time():
-    with pytest.raises(ConfigError, match=r"'model.encoder': 'mlp' takes vectors"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'model.encoder': data.dataset 'digits' \(images\) takes one of \[.*'small_cnn'\], got 'mlp'",
+    ):
         load_config("digits", ["model.encoder=mlp"])
 
 

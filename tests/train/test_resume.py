@@ -15,9 +15,19 @@ import torch
 from .helpers import cli_env, run_cli, tiny
 
 EPOCHS = 5
-ARGS = tiny(f"train.epochs={EPOCHS}", "data.train_subset=512", "loss.negatives=hard", "loss.beta=1.0",
-            "loss.tau_plus=0.1", "loss.num_negatives=64", "data.oracle_positive=true",
-            "eval.every_n_epochs=2", "eval.figures=false", "seed=7")
+ARGS = tiny(
+    f"train.epochs={EPOCHS}",
+    "data.train_subset=512",
+    "loss.negatives.name=hard",
+    "loss.negatives.beta=1.0",
+    "loss.objective.name=debiased",
+    "loss.objective.tau_plus=0.1",
+    "loss.num_negatives=64",
+    "data.oracle_positive=true",
+    "eval.every_n_epochs=2",
+    "eval.figures=false",
+    "seed=7",
+)
 
 
 def _metrics(run):
@@ -40,8 +50,9 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
 
     killed = tmp_path / "killed"
     command = [sys.executable, "-m", "hardneg.cli", "train", "digits", *ARGS, "--out", str(killed), "-q"]
-    proc = subprocess.Popen(command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     last = killed / "checkpoints" / "last.ckpt"
     deadline = time.monotonic() + 240
     while not last.exists():
@@ -78,20 +89,37 @@ def test_resume_refuses_a_different_config(tmp_path):
     args = tiny("eval.figures=false", "eval.linear=false")
     first = run_cli(["train", "digits", *args, "--out", str(run), "-q"], cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    again = run_cli(["train", "digits", *tiny("loss.beta=0.3"), "--out", str(run), "--resume", "-q"],
-                    cwd=tmp_path)
+    again = run_cli(
+        ["train", "digits", *tiny("loss.negatives.beta=0.3"), "--out", str(run), "--resume", "-q"],
+        cwd=tmp_path,
+    )
     assert again.returncode == 2
-    assert "loss.beta: 1.0 -> 0.3" in again.stderr
+    assert "loss.negatives.beta: 1.0 -> 0.3" in again.stderr
 
 
 @pytest.mark.slow
 def test_ctrl_c_saves_an_interrupted_checkpoint_and_explains_resume(tmp_path):
     run = tmp_path / "int"
-    command = [sys.executable, "-m", "hardneg.cli", "train", "digits",
-               *tiny("train.epochs=50", "data.train_subset=512"), "--out", str(run), "-q"]
-    proc = subprocess.Popen(command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    command = [
+        sys.executable,
+        "-m",
+        "hardneg.cli",
+        "train",
+        "digits",
+        *tiny("train.epochs=50", "data.train_subset=512"),
+        "--out",
+        str(run),
+        "-q",
+    ]
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 240
     while not (run / "checkpoints" / "last.ckpt").exists():
         assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint"

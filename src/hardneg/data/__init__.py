@@ -10,7 +10,6 @@ from hardneg.data.digits import DIGITS_CLASSES, load_digits_images, load_digits_
 from hardneg.data.image_folder import IMAGE_EXTENSIONS, read_image_folder, read_tiny_imagenet
 from hardneg.data.images import LabeledImages, to_float_images
 from hardneg.data.stl10 import STL10_CLASSES, read_stl10
-from hardneg.data.views import TwoViewDataset, same_class_partners
 
 __all__ = [
     "DIGITS_CLASSES",
@@ -18,7 +17,6 @@ __all__ = [
     "STL10_CLASSES",
     "LabeledImages",
     "SimCLRAugment",
-    "TwoViewDataset",
     "digits_augment",
     "gaussian_blur",
     "load_digits_images",
@@ -29,6 +27,5 @@ __all__ = [
     "read_image_folder",
     "read_stl10",
     "read_tiny_imagenet",
-    "same_class_partners",
     "to_float_images",
 ]

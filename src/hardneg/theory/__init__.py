@@ -5,64 +5,65 @@ ICLR'21) and Jiang–Ishwar–Aeron (HCL-OT); a latent-class simulator; measured
 figures; controlled experiments. Formulas, sources and reconstruction flags: THEORY.md
 (every docstring names the seed file, theorem/equation and marks [R] where reconstructed).
 This package never imports the training pipeline.
+
+Names are imported on first use (the calculators pull in SciPy), so ``hardneg theory --help``
+answers without loading them.
 """
 
 from __future__ import annotations
 
-from .arora import (
-    C_PRIME_HINGE,
-    C_PRIME_LOGISTIC,
-    AroraCoefficients,
-    arora_coefficients,
-    arora_lemma_4_3_bound,
-    arora_proposition_6_2_bound,
-    arora_theorem_4_5_bound,
-    arora_theorem_b1_bound,
-    c_prime,
-    competitive_gamma,
-    generalization_gap,
-    loss_upper_bound,
-)
-from .ash import (
-    AshTheorem3Bound,
-    ash_coefficient,
-    ash_theorem1_bound,
-    ash_theorem3_bound,
-    collision_floor,
-    kappa_loose,
-    kappa_tau_refined,
-    optimal_num_negatives,
-)
-from .collisions import (
-    all_collide_probability,
-    collision_count_pmf,
-    collision_probability,
-    distinct_classes_probability,
-    no_all_collide_probability,
-    no_collision_probability,
-)
-from .coupon import (
-    coupon_cover_probability,
-    coupon_expected_draws,
-    coupon_expected_draws_bound,
-    harmonic_number,
-)
-from .deviation import intraclass_deviation
-from .examples import (
-    F2_CLOSED_FORM_MAX_R,
-    arora_example_embeddings,
-    arora_example_nce,
-    ash_example_crossings,
-    ash_example_embeddings,
-    ash_example_preferred_f2,
-    ash_f1_nce,
-    ash_f2_crude_bounds,
-    ash_f2_nce,
-    exact_hinge_nce,
-)
-from .hcl import HCLBound, hcl_misclassification_bound, simplex_separation
-from .ot import degenerate_minmax_value
-from .tammes import TammesResult, weighted_tammes
+import importlib
+from typing import Any
+
+_WHERE = {
+    "AroraCoefficients": "arora",
+    "AshTheorem3Bound": "ash",
+    "C_PRIME_HINGE": "arora",
+    "C_PRIME_LOGISTIC": "arora",
+    "F2_CLOSED_FORM_MAX_R": "examples",
+    "HCLBound": "hcl",
+    "TammesResult": "tammes",
+    "all_collide_probability": "collisions",
+    "arora_coefficients": "arora",
+    "arora_example_embeddings": "examples",
+    "arora_example_nce": "examples",
+    "arora_lemma_4_3_bound": "arora",
+    "arora_proposition_6_2_bound": "arora",
+    "arora_theorem_4_5_bound": "arora",
+    "arora_theorem_b1_bound": "arora",
+    "ash_coefficient": "ash",
+    "ash_example_crossings": "examples",
+    "ash_example_embeddings": "examples",
+    "ash_example_preferred_f2": "examples",
+    "ash_f1_nce": "examples",
+    "ash_f2_crude_bounds": "examples",
+    "ash_f2_nce": "examples",
+    "ash_theorem1_bound": "ash",
+    "ash_theorem3_bound": "ash",
+    "c_prime": "arora",
+    "collision_count_pmf": "collisions",
+    "collision_floor": "ash",
+    "collision_probability": "collisions",
+    "competitive_gamma": "arora",
+    "coupon_cover_probability": "coupon",
+    "coupon_expected_draws": "coupon",
+    "coupon_expected_draws_bound": "coupon",
+    "degenerate_minmax_value": "ot",
+    "distinct_classes_probability": "collisions",
+    "exact_hinge_nce": "examples",
+    "generalization_gap": "arora",
+    "harmonic_number": "coupon",
+    "hcl_misclassification_bound": "hcl",
+    "intraclass_deviation": "deviation",
+    "kappa_loose": "ash",
+    "kappa_tau_refined": "ash",
+    "loss_upper_bound": "arora",
+    "no_all_collide_probability": "collisions",
+    "no_collision_probability": "collisions",
+    "optimal_num_negatives": "ash",
+    "simplex_separation": "hcl",
+    "weighted_tammes": "tammes",
+}
 
 __all__ = [
     "C_PRIME_HINGE",
@@ -113,3 +114,15 @@ __all__ = [
     "simplex_separation",
     "weighted_tammes",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"hardneg.theory.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hardneg.theory' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

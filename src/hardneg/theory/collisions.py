@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import binom
 
 from ._checks import check_int, check_real, resolve_probs
 
@@ -154,4 +153,6 @@ def collision_count_pmf(num_negatives: int, prob: float) -> NDArray[np.float64]:
     """
     k = check_int("num_negatives", num_negatives, 0)
     q = check_real("prob", prob, low=0.0, high=1.0)
+    from scipy.stats import binom  # imported here: SciPy's stats module takes ~0.8 s to load
+
     return np.asarray(binom.pmf(np.arange(k + 1), k, q), dtype=np.float64)

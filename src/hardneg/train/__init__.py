@@ -1,4 +1,10 @@
-"""Training engine: Lightning module and trainer, data, callbacks, experiments, compare and sweep.
+"""The training pipeline: config, registries, the modality seam, the Lightning module, run folders.
+
+Module map: ``config/`` (schema, errors, loading), ``registry`` (distributions, objectives),
+``modality`` (data sets: the seam), ``build`` (config → loss, encoder, module), ``module``
+(the LightningModule), ``data`` / ``latent`` (batches), ``seeding`` (the one seed mixer),
+``engine`` (the Trainer), ``experiment`` (train / evaluate a run), ``run_folder`` (its files),
+``compare`` / ``sweep`` (groups of runs), ``callbacks``, ``evaluation``, ``figures``.
 
 Submodules are imported lazily (``hardneg.train.experiment`` pulls in Lightning), so
 ``import hardneg.train`` stays cheap.
@@ -13,22 +19,26 @@ __all__ = [
     "ContrastiveModule",
     "RunResult",
     "build_loss",
-    "build_negatives",
+    "build_module",
     "evaluate_run",
+    "register_dataset",
+    "register_negatives",
+    "register_objective",
     "run_compare",
     "run_sweep",
-    "strategy_names",
     "train_run",
 ]
 
 _WHERE = {
     "ContrastiveModule": "hardneg.train.module",
-    "RunResult": "hardneg.train.experiment",
+    "RunResult": "hardneg.train.run_folder",
     "train_run": "hardneg.train.experiment",
     "evaluate_run": "hardneg.train.experiment",
-    "build_loss": "hardneg.train.strategies",
-    "build_negatives": "hardneg.train.strategies",
-    "strategy_names": "hardneg.train.strategies",
+    "build_loss": "hardneg.train.build",
+    "build_module": "hardneg.train.build",
+    "register_negatives": "hardneg.train.registry",
+    "register_objective": "hardneg.train.registry",
+    "register_dataset": "hardneg.train.modality",
     "run_compare": "hardneg.train.compare",
     "run_sweep": "hardneg.train.sweep",
 }

@@ -22,20 +22,20 @@ from typing import Any
 import numpy as np
 
 from hardneg._io import atomic_write_text
-from hardneg.config import RunConfig, dump_yaml, with_overrides
 from hardneg.train import figures
-from hardneg.train.experiment import (
-    RunExists,
-    RunResult,
-    _csv_text,
-    load_result,
-    run_dir_for,
-    timing_lines,
-    train_run,
-)
-from hardneg.train.strategies import is_available
+from hardneg.train.config import RunConfig, dump_yaml, with_overrides
+from hardneg.train.experiment import train_run
+from hardneg.train.run_folder import RunExists, RunResult, csv_text, load_result, run_dir_for, timing_lines
 
-__all__ = ["CompareResult", "aggregate", "format_table", "run_compare"]
+__all__ = [
+    "CompareResult",
+    "aggregate",
+    "format_table",
+    "prepare_root",
+    "run_compare",
+    "run_many",
+    "sum_timing",
+]
 
 TABLE_METRICS = ("linear_top1", "knn_top1", "knn_top5", "mean_top1")
 
@@ -47,7 +47,6 @@ class CompareResult:
     root: Path
     runs: dict[str, list[RunResult]]
     table: dict[str, dict[str, tuple[float, float]]]
-    skipped: list[str] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -66,8 +65,13 @@ def aggregate(runs: dict[str, list[RunResult]]) -> dict[str, dict[str, tuple[flo
     return table
 
 
-def format_table(table: dict[str, dict[str, tuple[float, float]]], *, label: str = "strategy",
-                 metrics: tuple[str, ...] = TABLE_METRICS, seeds: int | None = None) -> str:
+def format_table(
+    table: dict[str, dict[str, tuple[float, float]]],
+    *,
+    label: str = "strategy",
+    metrics: tuple[str, ...] = TABLE_METRICS,
+    seeds: int | None = None,
+) -> str:
     """Markdown table of accuracies in % (mean ± std)."""
     cols = [m for m in metrics if any(m in row for row in table.values())]
     head = f"| {label} | " + " | ".join(cols) + " |"
@@ -108,8 +112,13 @@ def _worker_init() -> None:
 
 
 def run_many(
-    jobs: list[tuple[str, int, RunConfig, Path]], *, resume: bool, force: bool, quiet: bool,
-    echo: Callable[[str], None], workers: int = 1,
+    jobs: list[tuple[str, int, RunConfig, Path]],
+    *,
+    resume: bool,
+    force: bool,
+    quiet: bool,
+    echo: Callable[[str], None],
+    workers: int = 1,
 ) -> dict[str, list[RunResult]]:
     """Train (or reuse, with ``resume``) every ``(label, seed, config, run_dir)`` job.
 
@@ -124,8 +133,11 @@ def run_many(
         res = results[i]
         if quiet or res is None or res[0] is None:
             return
-        acc = ", ".join(f"{m.split('_')[0]} {100 * res[0].eval[m]:.1f}" for m in
-                        ("linear_top1", "knn_top1", "mean_top1") if m in res[0].eval)
+        acc = ", ".join(
+            f"{m.split('_')[0]} {100 * res[0].eval[m]:.1f}"
+            for m in ("linear_top1", "knn_top1", "mean_top1")
+            if m in res[0].eval
+        )
         echo(f"[{i + 1}/{len(jobs)}] {label} seed {seed}: {acc} ({res[1]})")
 
     if workers <= 1 or len(jobs) <= 1:
@@ -138,8 +150,10 @@ def run_many(
 
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init) as pool:
-            futures = {pool.submit(_job, cfg, run_dir, resume, force): i
-                       for i, (_, _, cfg, run_dir) in enumerate(jobs)}
+            futures = {
+                pool.submit(_job, cfg, run_dir, resume, force): i
+                for i, (_, _, cfg, run_dir) in enumerate(jobs)
+            }
             for future in as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
@@ -151,35 +165,35 @@ def run_many(
     return dict(runs)
 
 
-def _prepare_root(root: Path, cfg: RunConfig, *, resume: bool, force: bool) -> None:
+def prepare_root(root: Path, cfg: RunConfig, *, resume: bool, force: bool) -> None:
     marker = root / "compare.yaml"
     if root.exists() and any(root.iterdir()) and not resume and not force:
-        raise RunExists(f"folder '{root}' already holds results; pass --resume to reuse finished runs, "
-                        f"--force to overwrite, or --out DIR for another folder")
+        raise RunExists(
+            f"folder '{root}' already holds results; pass --resume to reuse finished runs, "
+            f"--force to overwrite, or --out DIR for another folder"
+        )
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_text(marker, dump_yaml(cfg))
 
 
 def run_compare(
-    cfg: RunConfig, out: str | Path | None = None, *, resume: bool = False, force: bool = False,
-    quiet: bool = False, echo: Callable[[str], None] | None = None,
+    cfg: RunConfig,
+    out: str | Path | None = None,
+    *,
+    resume: bool = False,
+    force: bool = False,
+    quiet: bool = False,
+    echo: Callable[[str], None] | None = None,
 ) -> CompareResult:
     """Run ``cfg.compare`` and write the comparison folder (see the module docstring)."""
     echo = echo or (lambda msg: print(msg, file=sys.stderr))
     start = time.perf_counter()
     root = run_dir_for(cfg, out)
-    _prepare_root(root, cfg, resume=resume, force=force)
+    prepare_root(root, cfg, resume=resume, force=force)
     jobs: list[tuple[str, int, RunConfig, Path]] = []
-    skipped: list[str] = []
     for strategy in cfg.compare.strategies:
-        label = str(strategy["name"])
-        overrides = dict(strategy.get("overrides") or {})
-        probe = with_overrides(cfg, overrides)
-        if not is_available(probe.loss.negatives):
-            skipped.append(label)
-            echo(f"notice: skipping {label!r}: negative strategy {probe.loss.negatives!r} is not "
-                 f"available in this install of hardneg.negatives")
-            continue
+        label = strategy.name
+        overrides = dict(strategy.overrides)
         for n, seed in enumerate(cfg.compare.seeds):
             extra: dict[str, Any] = {"seed": seed, "name": f"{label}-seed{seed}"}
             if n > 0:  # per-run figures of the first seed only; the comparison has its own
@@ -187,12 +201,15 @@ def run_compare(
             sub = with_overrides(cfg, {**overrides, **extra})
             jobs.append((label, seed, sub, root / label / f"seed{seed}"))
     if not quiet:
-        echo(f"compare: {len({j[0] for j in jobs})} strategies x {len(cfg.compare.seeds)} seeds = "
-             f"{len(jobs)} runs of {cfg.train.epochs} epochs -> {root}")
+        echo(
+            f"compare: {len({j[0] for j in jobs})} strategies x {len(cfg.compare.seeds)} seeds = "
+            f"{len(jobs)} runs of {cfg.train.epochs} epochs -> {root}"
+        )
     runs = run_many(jobs, resume=resume, force=force, quiet=quiet, echo=echo, workers=cfg.compare.workers)
     table = aggregate(runs)
-    result = CompareResult(root=root, runs=runs, table=table, skipped=skipped,
-                           timing=sum_timing([r for rs in runs.values() for r in rs]))
+    result = CompareResult(
+        root=root, runs=runs, table=table, timing=sum_timing([r for rs in runs.values() for r in rs])
+    )
     _write_compare(cfg, result)
     result.seconds = time.perf_counter() - start
     return result
@@ -203,36 +220,72 @@ def _write_compare(cfg: RunConfig, result: CompareResult) -> None:
     rows: list[dict[str, Any]] = []
     for label, results in result.runs.items():
         for r in results:
-            rows.append({"strategy": label, "run": str(r.run_dir.relative_to(root)), **r.eval,
-                         "final_loss": r.history[-1]["loss"] if r.history else float("nan")})
-    atomic_write_text(root / "results.csv", _csv_text(rows))
-    table_rows = [{"strategy": s, **{f"{m}_mean": v[0] for m, v in row.items()},
-                   **{f"{m}_std": v[1] for m, v in row.items()}} for s, row in result.table.items()]
-    atomic_write_text(root / "table.csv", _csv_text(table_rows))
+            rows.append(
+                {
+                    "strategy": label,
+                    "run": str(r.run_dir.relative_to(root)),
+                    **r.eval,
+                    "final_loss": r.history[-1]["loss"] if r.history else float("nan"),
+                }
+            )
+    atomic_write_text(root / "results.csv", csv_text(rows))
+    table_rows = [
+        {
+            "strategy": s,
+            **{f"{m}_mean": v[0] for m, v in row.items()},
+            **{f"{m}_std": v[1] for m, v in row.items()},
+        }
+        for s, row in result.table.items()
+    ]
+    atomic_write_text(root / "table.csv", csv_text(table_rows))
     md = format_table(result.table, seeds=len(cfg.compare.seeds))
     atomic_write_text(root / "table.md", md + "\n")
-    atomic_write_text(root / "results.json", json.dumps(
-        {"table": {s: {m: list(v) for m, v in row.items()} for s, row in result.table.items()},
-         "runs": rows, "skipped": result.skipped, "timing": result.timing}, indent=2))
+    atomic_write_text(
+        root / "results.json",
+        json.dumps(
+            {
+                "table": {s: {m: list(v) for m, v in row.items()} for s, row in result.table.items()},
+                "runs": rows,
+                "timing": result.timing,
+            },
+            indent=2,
+        ),
+    )
     if cfg.eval.figures and result.runs:
         fig = root / "figures"
-        figures.accuracy_bars({s: {m: v for m, v in row.items() if m in TABLE_METRICS}
-                               for s, row in result.table.items()}, fig / "accuracy.png",
-                              title=f"{cfg.data.dataset}: mean ± std over {len(cfg.compare.seeds)} seeds")
-        panels = {s: (rs[0].test_features, rs[0].test_labels) for s, rs in result.runs.items()
-                  if rs and rs[0].test_features is not None and rs[0].test_labels is not None}
+        figures.accuracy_bars(
+            {s: {m: v for m, v in row.items() if m in TABLE_METRICS} for s, row in result.table.items()},
+            fig / "accuracy.png",
+            title=f"{cfg.data.dataset}: mean ± std over {len(cfg.compare.seeds)} seeds",
+        )
+        panels = {
+            s: (rs[0].test_features, rs[0].test_labels)
+            for s, rs in result.runs.items()
+            if rs and rs[0].test_features is not None and rs[0].test_labels is not None
+        }
         if panels:
-            figures.cosine_histograms(panels, fig / "cosine_histograms.png",
-                                      title="test cosine similarity, same vs different label (first seed)")
+            figures.cosine_histograms(
+                panels,
+                fig / "cosine_histograms.png",
+                title="test cosine similarity, same vs different label (first seed)",
+            )
         series = _epoch_series(result.runs)
         if series:
-            figures.curves(series, fig / "knn_vs_epochs.png", xlabel="epoch",
-                           title="online weighted kNN top-1 (mean ± std over seeds)")
-    lines = [f"# Compare `{cfg.name}` on {cfg.data.dataset}", "",
-             f"{cfg.train.epochs} epochs, batch {cfg.train.batch_size}, encoder {cfg.model.encoder}, "
-             f"seeds {cfg.compare.seeds}.", "", md, ""]
-    if result.skipped:
-        lines += [f"Skipped (not available in this install): {', '.join(result.skipped)}", ""]
+            figures.curves(
+                series,
+                fig / "knn_vs_epochs.png",
+                xlabel="epoch",
+                title="online weighted kNN top-1 (mean ± std over seeds)",
+            )
+    lines = [
+        f"# Compare `{cfg.name}` on {cfg.data.dataset}",
+        "",
+        f"{cfg.train.epochs} epochs, batch {cfg.train.batch_size}, encoder {cfg.model.encoder}, "
+        f"seeds {cfg.compare.seeds}.",
+        "",
+        md,
+        "",
+    ]
     lines += ["Time summed over runs:", "```", *timing_lines(result.timing), "```", ""]
     atomic_write_text(root / "summary.md", "\n".join(lines))
 

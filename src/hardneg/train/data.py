@@ -6,7 +6,8 @@ Reproducibility contract (what makes ``--resume`` end where an uninterrupted run
   (:class:`EpochBatchSampler`), so restarting at epoch ``e`` replays the same batches;
 * the oracle partner of each image (``oracle_positive``) is drawn from a generator seeded by the
   batch's own indices, so it does not depend on how many batches came before;
-* augmentations are drawn in the training step from :func:`step_generator`
+* augmentations are drawn in the training step from
+  :func:`~hardneg.train.seeding.step_generator`
   ``(seed, epoch, batch, rank)``.
 
 Batches are fetched with one tensor indexing per batch (the sampler yields whole batches and
@@ -26,35 +27,16 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from hardneg.data.images import LabeledImages, to_float_images
-from hardneg.train.latent import BatchedPairs, LabeledVectors, Split
+from hardneg.train.seeding import mix_seed
 
 __all__ = [
     "BatchedImages",
     "ContrastiveDataModule",
     "EpochBatchSampler",
     "load_image_splits",
-    "mix_seed",
-    "step_generator",
 ]
 
-_MASK64 = (1 << 64) - 1
 DATASETS = ("digits", "cifar10", "cifar100", "stl10", "tiny_imagenet", "image_folder", "random", "latent")
-
-
-def mix_seed(*values: int) -> int:
-    """A 63-bit seed mixing integers (splitmix64 finaliser; deterministic across runs)."""
-    z = 0x9E3779B97F4A7C15
-    for v in values:
-        z = (z ^ (int(v) & _MASK64)) * 0xBF58476D1CE4E5B9 & _MASK64
-        z ^= z >> 31
-        z = z * 0x94D049BB133111EB & _MASK64
-        z ^= z >> 29
-    return z & ((1 << 63) - 1)
-
-
-def step_generator(seed: int, epoch: int, batch: int, rank: int = 0) -> torch.Generator:
-    """The CPU generator of one training step, seeded by ``(seed, epoch, batch, rank)``."""
-    return torch.Generator().manual_seed(mix_seed(seed, epoch, batch, rank))
 
 
 class EpochBatchSampler(Sampler[list[int]]):
@@ -67,8 +49,15 @@ class EpochBatchSampler(Sampler[list[int]]):
     """
 
     def __init__(
-        self, *, num_items: int, batch_size: int, seed: int, drop_last: bool = True,
-        shuffle: bool = True, num_replicas: int = 1, rank: int = 0,
+        self,
+        *,
+        num_items: int,
+        batch_size: int,
+        seed: int,
+        drop_last: bool = True,
+        shuffle: bool = True,
+        num_replicas: int = 1,
+        rank: int = 0,
     ) -> None:
         if num_items < 1 or batch_size < 1:
             raise ValueError(f"num_items and batch_size must be >= 1, got {num_items} and {batch_size}")
@@ -171,41 +160,42 @@ class ContrastiveDataModule(L.LightningDataModule):
     """Training batches for the contrastive module (evaluation data is handled after fit).
 
     Args:
-        train: the training images, or vectors with their positives (:class:`BatchedPairs`).
-        batch_size: images per batch and process.
-        seed: seed of the epoch permutations and oracle partners.
-        oracle_positive: second view from another image of the same class.
+        dataset: the modality's batch dataset, indexed by a list of indices →
+            ``(x, x2, labels, indices)`` (see :mod:`hardneg.train.modality`).
+        batch_size: items per batch and process.
+        seed: seed of the epoch permutations.
         drop_last: drop the last incomplete batch (SimCLR's fixed N = 2B − 2 negatives).
         num_workers: DataLoader workers (0 keeps everything in the main process; batches are
-            one tensor indexing, so workers rarely pay off for in-memory images).
+            one tensor indexing, so workers rarely pay off for in-memory data).
     """
 
     def __init__(
-        self, *, train: Split, batch_size: int, seed: int, oracle_positive: bool = False,
-        drop_last: bool = True, num_workers: int = 0,
+        self,
+        *,
+        dataset: Dataset[tuple[Tensor, Tensor, Tensor, Tensor]],
+        batch_size: int,
+        seed: int,
+        drop_last: bool = True,
+        num_workers: int = 0,
     ) -> None:
         super().__init__()
-        self.train_data = train
+        self.dataset = dataset
         self.batch_size = batch_size
         self.seed = seed
-        self.oracle_positive = oracle_positive
         self.drop_last = drop_last
         self.num_workers = num_workers
-        self.dataset: BatchedImages | BatchedPairs
-        if isinstance(train, LabeledVectors):
-            if oracle_positive:
-                raise ValueError("oracle_positive is for images; vector pairs already are true positives")
-            self.dataset = BatchedPairs(train)
-        else:
-            self.dataset = BatchedImages(train, oracle_positive=oracle_positive, seed=seed)
 
     def train_dataloader(self) -> DataLoader:
         world, rank = 1, 0
         if self.trainer is not None:
             world, rank = self.trainer.world_size, self.trainer.global_rank
         sampler = EpochBatchSampler(
-            num_items=len(self.dataset), batch_size=self.batch_size, seed=self.seed,
-            drop_last=self.drop_last, num_replicas=world, rank=rank,
+            num_items=len(self.dataset),  # type: ignore[arg-type]
+            batch_size=self.batch_size,
+            seed=self.seed,
+            drop_last=self.drop_last,
+            num_replicas=world,
+            rank=rank,
         )
         return DataLoader(self.dataset, sampler=sampler, batch_size=None, num_workers=self.num_workers)
 
@@ -243,9 +233,6 @@ def load_image_splits(
     the on-disk readers of :mod:`hardneg.data` under ``root``. ``random``: uniform noise images
     with random labels (benchmarks and smoke tests).
     """
-    if dataset == "latent":
-        raise ValueError("data.dataset 'latent' is vector data: load it with "
-                         "hardneg.train.latent.load_latent_splits")
     if dataset == "digits":
         from hardneg.data.digits import load_digits_split
 

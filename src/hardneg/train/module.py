@@ -1,17 +1,19 @@
 """``ContrastiveModule``: the LightningModule of hardneg's training engine (SimCLR and MoCo-v2).
 
-One training step (SimCLR, HCL seed ``001`` §5.1 / App. D.1):
+One training step (SimCLR; Robinson et al., ICLR 2021, §5.1 / App. D.1):
 
 1. two views of the batch from the batched augmentation, drawn from the step generator
    ``(seed, epoch, batch, rank)`` (the second view comes from another image of the same class
    when the data module gives oracle partners);
 2. ``(h, z) = encoder(x)`` for both views;
-3. ``loss.detailed(z1, z2, labels=...)``: scores → negative distribution → objective, with
-   negatives gathered across processes by the loss itself under DDP; labels are used only by
-   collision-free negatives and by the collision-rate diagnostics.
+3. ``loss.detailed(z1, z2, labels=..., generator=g)``: scores → negative distribution →
+   objective, with negatives gathered across processes by the loss itself under DDP; labels are
+   used only by collision-free negatives and by the collision-rate diagnostics; the step
+   generator ``g`` is the only randomness of the loss (K-subsampling).
 
-MoCo-v2 (HCL App. C.1): queries from the online encoder, keys from a momentum copy (no
-gradient), negatives from a :class:`~hardneg.queue.MemoryQueue` that is enqueued after the loss.
+MoCo-v2 (Robinson et al., ICLR 2021, App. C.1): queries from the online encoder, keys from a
+momentum copy (no gradient), negatives from a :class:`~hardneg.queue.MemoryQueue`, through
+:meth:`~hardneg.ContrastiveLoss.queue_detailed` (which enqueues the keys after the loss).
 
 The module takes plain objects (an encoder, a loss, an augmentation); configuration is resolved
 by :mod:`hardneg.train.experiment`.
@@ -29,12 +31,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from hardneg import distributed
 from hardneg.loss import ContrastiveLoss
-from hardneg.loss_diagnostics import LossOutput
 from hardneg.queue import MemoryQueue, momentum_update
-from hardneg.scores import pair_scores
-from hardneg.train.data import mix_seed, step_generator
+from hardneg.reduction import LossOutput
+from hardneg.train.modality import ViewMaker
+from hardneg.train.seeding import mix_seed, step_generator
 
 __all__ = ["ContrastiveModule"]
 
@@ -48,14 +49,16 @@ class ContrastiveModule(L.LightningModule):
         encoder: returns ``(h, z)`` (see :class:`~hardneg.models.Encoder`).
         loss: the contrastive loss (its ``negatives`` may be re-parameterised by callbacks,
             e.g. β annealing).
-        augment: batched augmentation ``augment(x, generator=g)``; ``None`` uses the inputs as
-            they are (sensible with oracle positives, and for the latent-class simulator's
-            vector pairs, whose two views already are two samples of one class).
+        views: the modality's view maker, ``views(x, x2, generator=g) -> (v1, v2)`` (see
+            :class:`~hardneg.train.modality.ViewMaker`): batched augmentation for images, the
+            given pairs for the latent-class simulator's vectors.
         mode: ``"simclr"`` or ``"moco"``.
         seed: seed of the per-step generators.
         optimizer: ``"adam"`` or ``"sgd"``; ``lr``, ``weight_decay``, ``sgd_momentum``.
         queue_size, moco_momentum: MoCo's queue length and key-encoder momentum ``m``.
         use_labels: pass labels to the loss (diagnostics; required by collision-free negatives).
+        grad_cache_chunk: embed the views in chunks of this size without storing activations
+            (:func:`~hardneg.gradcache.grad_cache_step`); ``None`` embeds the whole batch.
     """
 
     def __init__(
@@ -63,7 +66,7 @@ class ContrastiveModule(L.LightningModule):
         *,
         encoder: nn.Module,
         loss: ContrastiveLoss,
-        augment: nn.Module | None,
+        views: ViewMaker,
         mode: str = "simclr",
         seed: int = 0,
         optimizer: str = "adam",
@@ -73,6 +76,7 @@ class ContrastiveModule(L.LightningModule):
         queue_size: int = 4096,
         moco_momentum: float = 0.99,
         use_labels: bool = True,
+        grad_cache_chunk: int | None = None,
     ) -> None:
         super().__init__()
         if mode not in MODES:
@@ -81,7 +85,11 @@ class ContrastiveModule(L.LightningModule):
             raise ValueError(f"optimizer must be one of ['adam', 'sgd'], got {optimizer!r}")
         self.encoder = encoder
         self.loss_fn = loss
-        self.augment = augment
+        self.views = views
+        self.grad_cache_chunk = grad_cache_chunk
+        if grad_cache_chunk is not None and mode != "simclr":
+            raise ValueError(f"grad_cache_chunk needs mode='simclr', got mode={mode!r}")
+        self.automatic_optimization = grad_cache_chunk is None  # GradCache steps the optimiser itself
         self.mode = mode
         self.seed = int(seed)
         self.optimizer_name = optimizer
@@ -101,8 +109,10 @@ class ContrastiveModule(L.LightningModule):
                 raise ValueError("mode='moco' needs an encoder with a projection_dim attribute")
             self.queue = MemoryQueue(queue_size, dim, with_labels=True)
             g = torch.Generator().manual_seed(mix_seed(seed, 0x9E7E))
-            self.queue.enqueue(F.normalize(torch.randn(queue_size, dim, generator=g), dim=1),
-                               torch.full((queue_size,), -1, dtype=torch.long))
+            self.queue.enqueue(
+                F.normalize(torch.randn(queue_size, dim, generator=g), dim=1),
+                torch.full((queue_size,), -1, dtype=torch.long),
+            )
         # per-epoch history of averaged step metrics (saved in checkpoints)
         self.history: list[dict[str, float]] = []
         self._epoch_sums: dict[str, float] = defaultdict(float)
@@ -115,37 +125,39 @@ class ContrastiveModule(L.LightningModule):
         params = [p for p in self.encoder.parameters() if p.requires_grad]
         if self.optimizer_name == "adam":
             return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
-        return torch.optim.SGD(params, lr=self.lr, weight_decay=self.weight_decay,
-                               momentum=self.sgd_momentum)
+        return torch.optim.SGD(params, lr=self.lr, weight_decay=self.weight_decay, momentum=self.sgd_momentum)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """``(h, z)`` of the online encoder."""
         return self.encoder(x)
 
     # -- one step ---------------------------------------------------------------------------
-    def _views(self, x: Tensor, x2: Tensor, batch_idx: int) -> tuple[Tensor, Tensor]:
+    def _generator(self, batch_idx: int) -> torch.Generator:
         rank = self.global_rank if self._trainer is not None else 0
-        g = step_generator(self.seed, self.current_epoch, batch_idx, rank)
-        # Any random choice inside the loss (e.g. K-subsampled negatives) uses the global RNG:
-        # reseed it per step so that a resumed run replays the same stream.
-        torch.manual_seed(mix_seed(self.seed, self.current_epoch, batch_idx, rank, 0x1055))
-        if self.augment is None:
-            return x, x2
-        return self.augment(x, generator=g), self.augment(x2, generator=g)
+        return step_generator(self.seed, self.current_epoch, batch_idx, rank)
 
     def training_step(self, batch: tuple[Tensor, Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
         x, x2, labels, _ = batch
         t0 = time.perf_counter()
-        v1, v2 = self._views(x, x2, batch_idx)
+        g = self._generator(batch_idx)
+        v1, v2 = self.views(x, x2, generator=g)
         t1 = time.perf_counter()
         lab = labels if self.use_labels else None
         if self.mode == "simclr":
-            _, z1 = self.encoder(v1)
-            _, z2 = self.encoder(v2)
-            t2 = time.perf_counter()
-            out = self.loss_fn.detailed(z1, z2, labels=lab)
+            if self.grad_cache_chunk is not None:
+                out, t2 = self._grad_cache_step(v1, v2, lab, g)
+            else:
+                _, z1 = self.encoder(v1)
+                _, z2 = self.encoder(v2)
+                t2 = time.perf_counter()
+                out = self.loss_fn.detailed(z1, z2, labels=lab, generator=g)
         else:
-            out, t2 = self._moco_step(v1, v2, lab)
+            assert self.key_encoder is not None and self.queue is not None  # set in __init__ for moco
+            _, q = self.encoder(v1)
+            with torch.no_grad():
+                _, k = self.key_encoder(v2)
+            t2 = time.perf_counter()
+            out = self.loss_fn.queue_detailed(q, k, self.queue, labels=lab, generator=g)
         t3 = time.perf_counter()
         self.timings["augment"] += t1 - t0
         self.timings["encoder_forward"] += t2 - t1
@@ -153,26 +165,24 @@ class ContrastiveModule(L.LightningModule):
         self._record(out, batch_size=x.shape[0])
         return out.loss
 
-    def _moco_step(self, v1: Tensor, v2: Tensor, labels: Tensor | None) -> tuple[LossOutput, float]:
-        assert self.key_encoder is not None and self.queue is not None  # set in __init__ for moco
-        _, q = self.encoder(v1)
-        with torch.no_grad():
-            _, k = self.key_encoder(v2)
-        t2 = time.perf_counter()
-        cand = self.queue.candidates().to(q.dtype)
-        cand_labels = self.queue.candidate_labels() if labels is not None else None
-        scores = pair_scores(
-            q, k.detach(), cand, temperature=self.loss_fn.temperature, normalize=self.loss_fn.normalize,
-            anchor_labels=labels, candidate_labels=cand_labels,
-        )
-        out = self.loss_fn.compute(scores, diagnostics=True)
-        keys = F.normalize(k.detach(), dim=1) if self.loss_fn.normalize else k.detach()
-        lab = labels if labels is not None else torch.full((keys.shape[0],), -1, dtype=torch.long,
-                                                           device=keys.device)
-        if self.loss_fn.gather_distributed and distributed.is_distributed():
-            keys, lab = distributed.all_gather_no_grad(keys), distributed.all_gather_no_grad(lab)
-        self.queue.enqueue(keys, lab)
-        return out, t2
+    def _grad_cache_step(
+        self, v1: Tensor, v2: Tensor, labels: Tensor | None, g: torch.Generator
+    ) -> tuple[LossOutput, float]:
+        """GradCache under Lightning's manual optimisation: zero, chunked step, optimiser step."""
+        from hardneg.gradcache import grad_cache_step
+
+        holder: dict[str, LossOutput] = {}
+
+        def loss(z: list[Tensor]) -> Tensor:
+            holder["out"] = self.loss_fn.detailed(z[0], z[1], labels=labels, generator=g)
+            return holder["out"].loss
+
+        assert self.grad_cache_chunk is not None
+        opt = self.optimizers()
+        opt.zero_grad()  # type: ignore[union-attr]
+        grad_cache_step(self.encoder, [v1, v2], loss, chunk_size=self.grad_cache_chunk)
+        opt.step()  # type: ignore[union-attr]
+        return holder["out"], time.perf_counter()
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self.key_encoder is not None:
@@ -188,8 +198,13 @@ class ContrastiveModule(L.LightningModule):
         for key, value in metrics.items():
             self._epoch_sums[key] += value
         self._epoch_count += 1
-        self.log_dict({f"train/{k}": v for k, v in metrics.items()}, on_step=True, on_epoch=False,
-                      batch_size=batch_size, sync_dist=False)
+        self.log_dict(
+            {f"train/{k}": v for k, v in metrics.items()},
+            on_step=True,
+            on_epoch=False,
+            batch_size=batch_size,
+            sync_dist=False,
+        )
 
     def on_train_epoch_start(self) -> None:
         self._epoch_sums = defaultdict(float)
@@ -204,14 +219,19 @@ class ContrastiveModule(L.LightningModule):
         for key, value in self._epoch_sums.items():
             row[key] = value / n
         if self.trainer.world_size > 1:  # average over processes
-            vec = torch.tensor([row[k] for k in sorted(row) if k != "epoch"], dtype=torch.float64,
-                               device=self.device)
+            vec = torch.tensor(
+                [row[k] for k in sorted(row) if k != "epoch"], dtype=torch.float64, device=self.device
+            )
             vec = self.trainer.strategy.reduce(vec, reduce_op="mean")
             for k, v in zip([k for k in sorted(row) if k != "epoch"], vec.tolist()):
                 row[k] = float(v)
         self.history.append(row)
-        self.log_dict({f"epoch/{k}": v for k, v in row.items() if k != "epoch"}, on_step=False,
-                      on_epoch=True, sync_dist=False)
+        self.log_dict(
+            {f"epoch/{k}": v for k, v in row.items() if k != "epoch"},
+            on_step=False,
+            on_epoch=True,
+            sync_dist=False,
+        )
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["hardneg_history"] = copy.deepcopy(self.history)
