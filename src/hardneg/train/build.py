@@ -81,7 +81,7 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
     callbacks: list[L.Callback] = []
     if cfg.loss.anneal.enabled:
         a = cfg.loss.anneal
-        beta = float(loss.negatives.beta)  # type: ignore[union-attr]
+        beta = float(getattr(loss.negatives, "beta"))  # noqa: B009 - set on annealable distributions
         schedule = BetaAnnealing(
             beta=beta, num_changes=a.changes, num_epochs=cfg.train.epochs, direction=a.direction
         )

@@ -80,7 +80,7 @@ def params_model(
     skip: tuple[str, ...] = (),
 ) -> type[BaseModel]:
     """A pydantic model of ``factory``'s keyword parameters (unknown keys forbidden)."""
-    target = factory.__init__ if inspect.isclass(factory) else factory  # type: ignore[misc]
+    target = factory.__init__ if inspect.isclass(factory) else factory
     sig = inspect.signature(target)
     try:
         hints = typing.get_type_hints(target)
@@ -94,7 +94,7 @@ def params_model(
         tp = _yaml_type(hints.get(p.name, Any))
         fields[p.name] = (tp, ... if default is inspect.Parameter.empty else default)
     config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    model: type[BaseModel] = create_model(f"{name}_params", __config__=config, **fields)  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(f"{name}_params", __config__=config, **fields)
     return model
 
 
