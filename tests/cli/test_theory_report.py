@@ -14,7 +14,7 @@ from tests.train.helpers import tiny
 runner = CliRunner()
 
 BOUND_ROWS = ("Arora Lemma 4.3", "Arora Theorem 4.5", "Arora Thm B.1 / p (k=5)", "Ash Theorem 1 (K=5)",
-              "Ash Theorem 3 [R] (K=5)")
+              "Ash Theorem 3, reconstructed (K=5)")
 
 
 def invoke(*args: str):

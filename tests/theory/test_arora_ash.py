@@ -1,4 +1,4 @@
-"""Arora et al. and Ash et al. calculators against independent computations / THEORY.md values."""
+"""Arora et al. and Ash et al. calculators against independent computations / docs/theory.md values."""
 
 from __future__ import annotations
 
@@ -246,7 +246,7 @@ def test_ash_theorem_1_and_3() -> None:
     with pytest.raises(ValueError, match="kappa"):
         ash_theorem3_bound(0.3, 0.1, 10, 5, kappa="nope")
     assert kappa_loose(10, 5) > kappa_tau_refined(10, 5)
-    # loose κ-only coefficient coef·κ is minimised near N/2 (THEORY.md §3.4): K = 5 for N = 10
+    # loose κ-only coefficient coef·κ is minimised near N/2 (docs/theory.md): K = 5 for N = 10
     ks = range(1, 40)
     vals = [ref_coef(10, k) * math.sqrt(k / 10) for k in ks]
     assert list(ks)[int(np.argmin(vals))] == 5

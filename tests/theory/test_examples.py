@@ -117,7 +117,7 @@ def test_f2_vs_sigma_enumeration(n: int, k: int, r: float) -> None:
 
 def test_f2_theory_values() -> None:
     assert ash_f2_nce(10, 5, 0.5) == pytest.approx(0.638414, abs=1e-6)
-    # the closed form is wrong beyond (√3−1)/2 (THEORY.md: 0.615502 vs 0.638414)
+    # the closed form is wrong beyond (√3−1)/2 (docs/theory.md: 0.615502 vs 0.638414)
     with pytest.raises(ValueError, match="r must be <"):
         ash_f2_nce(10, 5, 0.5, method="closed")
     assert F2_CLOSED_FORM_MAX_R == pytest.approx(0.366025, abs=1e-6)

@@ -12,7 +12,8 @@ Applied in the training step to a whole batch (CPU or GPU), one random draw per 
 3. grayscale with probability ``grayscale_p`` (luma replicated to 3 channels), only when ``C == 3``;
 4. gaussian blur with probability ``blur_p``, ``σ ~ U(blur_sigma)``, kernel ≈ 10 % of the size.
 
-Settings follow SimCLR (Chen et al., 2020) as used by HCL (seed 001, §5.1 and App. D.1; their
+Settings follow SimCLR (Chen et al., 2020) as used by HCL (Robinson et al. (ICLR 2021), §5.1 and App. D.1;
+their
 code: ``RandomResizedCrop(32)``, flip 0.5, ``ColorJitter(0.4, 0.4, 0.4, 0.1)`` w.p. 0.8,
 grayscale w.p. 0.2; no blur at 32×32). :func:`digits_augment` is the cheap preset for 8×8 digits
 (mild crops ≈ small shifts/zooms, no flip since flipping changes digits, no colour).

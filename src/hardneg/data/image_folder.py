@@ -4,7 +4,7 @@ Generic layout (torchvision's ``ImageFolder`` convention)::
 
     <root>/<class_name>/<any>.png|.jpg|.jpeg|.bmp|.gif|.webp   (classes sorted by name)
 
-Tiny-ImageNet-200 layout (the extracted ``tiny-imagenet-200.zip``; HCL seed 001 Table 1)::
+Tiny-ImageNet-200 layout (the extracted ``tiny-imagenet-200.zip``; Robinson et al. (ICLR 2021) Table 1)::
 
     <root>/tiny-imagenet-200/wnids.txt                      200 class ids (wnids), one per line
                             /words.txt                      optional "wnid<TAB>names"

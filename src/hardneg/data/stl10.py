@@ -1,4 +1,5 @@
-"""Reader for the STL-10 binary files (Coates, Lee & Ng, 2011), as used by HCL (seed 001 §5.1).
+"""Reader for the STL-10 binary files (Coates, Lee & Ng, 2011), as used by HCL (Robinson et al. (ICLR 2021)
+§5.1).
 
 On-disk layout (the extracted ``stl10_binary.tar.gz``)::
 

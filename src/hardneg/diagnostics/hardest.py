@@ -1,4 +1,4 @@
-"""Hardest negatives of an anchor vs random ones from the same batch (HCL seed 001, Fig. 12).
+"""Hardest negatives of an anchor vs random ones from the same batch (Robinson et al. (ICLR 2021), Fig. 12).
 
 HCL Fig. 12: for an anchor in a batch of 128 STL-10 images, the top row shows the 10 images with
 the highest inner product ``⟨f(x), f(x⁻)⟩`` with the anchor (those the hard sampler ``q_β``

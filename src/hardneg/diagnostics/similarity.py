@@ -1,4 +1,4 @@
-"""Cosine-similarity histograms of same-label vs different-label pairs (HCL seed 001, Fig. 5).
+"""Cosine-similarity histograms of same-label vs different-label pairs (Robinson et al. (ICLR 2021), Fig. 5).
 
 HCL Fig. 5 (and Figs. 8–10) overlays, for several trained encoders (SimCLR, debiased, hard,
 hard + debiased), the histogram of ``cos(f(x), f(x'))`` over pairs with the **same** label (top

@@ -2,7 +2,8 @@
 
 The encoder is put in eval mode (BatchNorm uses running statistics, dropout off) under
 ``torch.inference_mode``; the train/eval mode of **every submodule** is restored afterwards, so a
-caller in the middle of training (online kNN every few epochs, HCL seed 001 §5.1) is unaffected.
+caller in the middle of training (online kNN every few epochs, Robinson et al. (ICLR 2021) §5.1) is
+unaffected.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Weighted k-nearest-neighbour classifier on cosine similarity (InstDisc / HCL convention).
 
 Wu et al., *Unsupervised Feature Learning via Non-Parametric Instance Discrimination*, CVPR 2018,
-as used by HCL (seed 001 §5.1, "weighted k-nearest neighbors with k = 200"; their ``test()``):
+as used by HCL (Robinson et al. (ICLR 2021) §5.1, "weighted k-nearest neighbors with k = 200"; their
+``test()``):
 with ``ẑ = z / ‖z‖`` and training bank ``{(ẑ_j, y_j)}``, a query ``x`` takes its ``k`` most
 similar training points ``N_k(x)`` by ``s_j = ⟨ẑ(x), ẑ_j⟩`` and scores each class ``c`` by
 

@@ -1,4 +1,5 @@
-"""Average k-wise supervised accuracy and loss of the mean classifier (Arora et al., seed 003).
+"""Average k-wise supervised accuracy and loss of the mean classifier (Arora et al., Arora et al. (ICML
+2019)).
 
 Definitions 2.1–2.2: a ``(k+1)``-way task ``T = {c_1, …, c_{k+1}}`` is a set of distinct classes
 drawn from ``ρ^{k+1}`` conditioned on distinctness (``ρ`` = class prior). On ``T`` the mean

@@ -1,6 +1,6 @@
 """Linear readout: logistic regression on standardised frozen features.
 
-The standard evaluation of a contrastive representation (SimCLR; HCL seed 001 §5.1, "linear
+The standard evaluation of a contrastive representation (SimCLR; Robinson et al. (ICLR 2021) §5.1, "linear
 readout accuracy"): freeze the encoder, fit a multinomial logistic regression on ``h`` of the
 training set, report accuracy on the test set. Features are standardised first
 (``StandardScaler``), which makes the L2 penalty ``C`` comparable across encoders. HCL trains

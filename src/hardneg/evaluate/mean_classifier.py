@@ -1,4 +1,4 @@
-"""Mean classifier of Arora et al. (seed 003, Definition 2.1).
+"""Mean classifier of Arora et al. (ICML 2019, Definition 2.1).
 
 For a representation ``f`` and classes ``c``, ``W^μ`` has rows ``μ_c = E_{x∼D_c}[f(x)]`` (here:
 the empirical class means of the fitting set) and predicts with the **inner product**

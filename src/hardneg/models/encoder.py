@@ -1,7 +1,7 @@
 """``Encoder(backbone, head)`` returning ``(h, z)`` and the ``build_encoder`` registry.
 
 ``h = f(x)`` is the representation (used by linear readout / kNN / mean classifier), ``z = g(h)``
-the projection the contrastive loss sees (SimCLR; HCL seed 001 App. D.1). Neither is normalised
+the projection the contrastive loss sees (SimCLR; Robinson et al. (ICLR 2021) App. D.1). Neither is normalised
 here: the loss decides (hardneg's losses normalise or clip as configured).
 
 Shapes:

@@ -1,6 +1,6 @@
 """Projection head ``g`` of SimCLR / HCL, mapping the representation ``h`` to ``z``.
 
-As in the HCL code (seed 001, App. D.1; github.com/joshr17/HCL ``model.py``):
+As in the HCL code (Robinson et al. (ICLR 2021), App. D.1; github.com/joshr17/HCL ``model.py``):
 ``Linear(feat, 512, bias=False) → BatchNorm1d(512) → ReLU → Linear(512, 128, bias=True)``.
 The contrastive loss is computed on ``z``; linear readout uses ``h`` (the 2048-d ResNet-50
 output in HCL).

@@ -1,7 +1,7 @@
 """CIFAR-variant ResNet-18 / ResNet-50 in plain torch (no torchvision).
 
 He et al., *Deep Residual Learning for Image Recognition*, CVPR 2016, with the CIFAR stem used
-by SimCLR on small images and by HCL (seed 001, App. D.1; their ``model.py`` replaces
+by SimCLR on small images and by HCL (Robinson et al. (ICLR 2021), App. D.1; their ``model.py`` replaces
 ``conv1`` by a 3×3 stride-1 convolution and drops the max-pool): ``conv3×3(C→64, stride 1) → BN
 → ReLU``, **no max-pool**, then four stages (64, 128, 256, 512 planes; strides 1, 2, 2, 2) and
 global average pooling. The fully connected classifier is omitted: the output is the

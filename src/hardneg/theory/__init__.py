@@ -2,8 +2,9 @@
 
 Calculators for Arora et al. (ICML'19), Ash et al. (AISTATS'22), Robinson et al. (HCL,
 ICLR'21) and Jiang–Ishwar–Aeron (HCL-OT); a latent-class simulator; measured-vs-bound reports;
-figures; controlled experiments. Formulas, sources and reconstruction flags: THEORY.md
-(every docstring names the seed file, theorem/equation and marks [R] where reconstructed).
+figures; controlled experiments. Formulas, sources and reconstruction flags: docs/theory.md
+(every docstring names the seed file, theorem/equation and marks (reconstructed; see docs/theory.md) where
+reconstructed).
 This package never imports the training pipeline.
 
 Names are imported on first use (the calculators pull in SciPy), so ``hardneg theory --help``

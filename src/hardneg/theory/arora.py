@@ -1,9 +1,10 @@
 """Arora, Khandeparkar, Khodak, Plevrakis, Saunshi (ICML'19): bounds of the CURL paper.
 
-Source: seed 003 (LaTeX of the preliminary version); formulas per THEORY.md §2.
+Source: Arora et al. (ICML 2019) (LaTeX of the preliminary version); formulas per docs/theory.md
 τ = τ_1 = Σ_c ρ(c)², τ_k = 1 − Σ_c ρ(c)(1−ρ(c))^k, τ′ = Σ_c ρ(c)^{k+1}.
 All "Gen_M" arguments default to 0 (the population statement); supply a value from
-:func:`generalization_gap` (explicit constants are [R]) for the finite-sample bound.
+:func:`generalization_gap` (explicit constants are reconstructed (see docs/theory.md)) for the
+finite-sample bound.
 """
 
 from __future__ import annotations
@@ -41,16 +42,17 @@ __all__ = [
 ]
 
 C_PRIME_HINGE: float = math.sqrt(2.0)
-"""c′ for the hinge loss: √2 ([R], read off the proof of Lemma A.1, seed 003)."""
+"""c′ for the hinge loss: √2 (reconstructed: read off the proof of Lemma A.1, Arora et al. (ICML 2019))."""
 C_PRIME_LOGISTIC: float = math.sqrt(2.0) / math.log(2.0)
-"""c′ for the base-2 logistic loss: √2/ln 2 ≈ 2.04028 ([R], proof of Lemma A.1, seed 003)."""
+"""c′ for the base-2 logistic loss: √2/ln 2 ≈ 2.04028 (reconstructed: proof of Lemma A.1, Arora et al.
+(ICML 2019))."""
 
 
 def c_prime(loss: str = "hinge") -> float:
     """The constant c′ of Lemma 4.4: L⁼_un(f) − 1 ≤ c′·s(f).
 
     hinge → √2; "logistic" (Arora's base-2 logistic, ℓ(v) = log₂(1 + Σ e^{−v_i})) → √2/ln 2.
-    Source: seed 003 Lemma 4.4 / Lemma A.1; the values are [R] (THEORY.md §2, Lemma 4.4).
+    Source: Arora et al. (ICML 2019) Lemma 4.4 / Lemma A.1; the values are reconstructed (see docs/theory.md).
     """
     return C_PRIME_HINGE if check_loss(loss) == "hinge" else C_PRIME_LOGISTIC
 
@@ -85,7 +87,8 @@ def arora_coefficients(
     α = (1−τ′)/(1−τ_k), β = c′·k·τ_1/(1−τ_k), η = 1/(1−τ_k).
     For k = 1: α = 1, β = c′τ/(1−τ), η = 1/(1−τ) (Theorem 4.5).
 
-    Source: seed 003 Thm B.1 [V-a]; c′ [R]. 1−τ_k and 1−τ′ are computed directly.
+    Source: Arora et al. (ICML 2019) Thm B.1; c′ (reconstructed; see docs/theory.md). 1−τ_k and 1−τ′ are
+    computed directly.
     Validity: k ≥ 1, C ≥ 2 (τ_k < 1); raises otherwise.
     """
     k = check_int("num_negatives", num_negatives, 1)
@@ -131,7 +134,7 @@ def arora_lemma_4_3_bound(
     """Lemma 4.3 / Theorem 4.1: L^μ_sup(f) ≤ (L_un(f) − τ + Gen_M)/(1 − τ).
 
     L^μ_sup is the average binary mean-classifier loss (uniform 𝒟_𝒯); L_un uses k = 1.
-    Source: seed 003 Lemma 4.3 [V-a] (Theorem 4.1 adds Gen_M/(1−τ)).
+    Source: Arora et al. (ICML 2019) Lemma 4.3 (Theorem 4.1 adds Gen_M/(1−τ)).
     Validity: C ≥ 2. Warns if L_un < τ (impossible for a true L_un, Jensen: L_un ≥ τ).
     """
     lu = check_real("unsup_loss", unsup_loss, low=0.0)
@@ -156,7 +159,8 @@ def arora_theorem_4_5_bound(
 ) -> float:
     """Theorem 4.5: L_sup(f̂) ≤ L^μ_sup(f̂) ≤ L^≠_un(f) + β·s(f) + η·Gen_M.
 
-    β = c′·τ/(1−τ), η = 1/(1−τ), k = 1. Source: seed 003 Thm 4.5 [V-a]; c′ [R].
+    β = c′·τ/(1−τ), η = 1/(1−τ), k = 1. Source: Arora et al. (ICML 2019) Thm 4.5; c′ (reconstructed; see
+    docs/theory.md).
     Validity: C ≥ 2, s(f) ≥ 0.
     """
     lneq = check_real("unsup_loss_neq", unsup_loss_neq, low=0.0)
@@ -179,7 +183,7 @@ def arora_theorem_b1_bound(
 
     Bounds E_{𝒯∼𝒟}[(ρ⁺_min/p_max)·L^μ_sup(𝒯, f̂)]; for uniform ρ the weight is 1. Divide by
     :func:`~hardneg.theory.collisions.distinct_classes_probability` (Sec. 6.1 remark) to bound
-    the Def. 2.2 average over (k+1) distinct classes. Source: seed 003 Thm B.1 [V-a].
+    the Def. 2.2 average over (k+1) distinct classes. Source: Arora et al. (ICML 2019) Thm B.1.
     """
     lneq = check_real("unsup_loss_neq", unsup_loss_neq, low=0.0)
     s = check_real("deviation", deviation, low=0.0)
@@ -194,7 +198,7 @@ def arora_proposition_6_2_bound(
     """Proposition 6.2: L_sup(f) ≤ (L^block_un(f) − τ)/(1 − τ) ≤ (L_un(f) − τ)/(1 − τ).
 
     L^block_un is the block loss of eq. (12) with b positives and b negatives.
-    Source: seed 003 Prop 6.2 [V-a]. Validity: C ≥ 2.
+    Source: Arora et al. (ICML 2019) Prop 6.2. Validity: C ≥ 2.
     """
     lb = check_real("block_loss", block_loss, low=0.0)
     tau, one_minus = _tau1(num_classes, class_probs)
@@ -205,7 +209,8 @@ def loss_upper_bound(loss: str, radius: float, num_negatives: int) -> float:
     """B with 0 ≤ ℓ ≤ B when ‖f‖ ≤ R (so |v_i| ≤ 2R²).
 
     hinge: B = 1 + 2R²; base-2 logistic: B = log₂(1 + k·e^{2R²}).
-    Source: seed 003 Lemma 4.2 proof (App. A.3); explicit form [R] (THEORY.md §2).
+    Source: Arora et al. (ICML 2019) Lemma 4.2 proof (App. A.3); explicit form (reconstructed; see
+    docs/theory.md).
     """
     check_loss(loss)
     r = check_real("radius", radius, low=0.0, low_open=True)
@@ -224,13 +229,13 @@ def generalization_gap(
     loss: str = "hinge",
     lipschitz: float = 1.0,
 ) -> float:
-    """Explicit Gen_M of Lemma 4.2 [R]:
+    """Explicit Gen_M of Lemma 4.2 (reconstructed; see docs/theory.md):
 
     Gen_M ≤ 4√3·η_ℓ·R·√k·ℛ_𝒮(ℱ)/M + 3B√(log(4/δ)/(2M)) + 3B√(log(2/δ)/(2M)).
 
     ℛ_𝒮 is the unnormalised Rademacher average of eq. (16); B from :func:`loss_upper_bound`.
-    Source: seed 003 Lemma 4.2 / Lemma A.2 (paper states O(·) only; constants traced from the
-    proof, [R]). Validity: M ≥ 1, 0 < δ < 1, R > 0.
+    Source: Arora et al. (ICML 2019) Lemma 4.2 / Lemma A.2 (paper states O(·) only; constants traced from the
+    proof; reconstructed, see docs/theory.md). Validity: M ≥ 1, 0 < δ < 1, R > 0.
     """
     rad = check_real("rademacher", rademacher, low=0.0)
     m = check_int("num_samples", num_samples, 1)
@@ -247,10 +252,11 @@ def generalization_gap(
 
 
 def competitive_gamma(radius: float, sigma: float, epsilon: float) -> float:
-    """γ of Lemma 5.1 with the explicit constant from App. A.2 [R]:
+    """γ of Lemma 5.1 with the explicit constant from App. A.2 (reconstructed; see docs/theory.md):
 
     γ = 1 + 2Rσ√(2 log R + log(3/ε)) for R ≥ 1, and 1 + 2Rσ√(log(3/ε)) for R < 1.
-    Source: seed 003 Lemma 5.1 (statement γ = 1 + c′Rσ√log(R/ε)) [V-a]; constant [R].
+    Source: Arora et al. (ICML 2019) Lemma 5.1 (statement γ = 1 + c′Rσ√log(R/ε)); constant (reconstructed;
+    see docs/theory.md).
     Validity: R > 0, σ ≥ 0, 0 < ε < 3.
     """
     r = check_real("radius", radius, low=0.0, low_open=True)

@@ -1,7 +1,9 @@
 """Ash, Goel, Krishnamurthy, Misra (AISTATS'22): "Investigating the role of negatives".
 
-Source: seed 004, whose equations are stripped; every formula here is [R] (reconstructed,
-THEORY.md §3) or [X-Bao] (Bao, Nagano & Nozawa's reading of Theorem 1). N = number of
+Source: Ash et al. (AISTATS 2022). The copy of the paper we worked from lost its equations, so
+every formula here is reconstructed (derived from the surviving prose and proof skeleton;
+docs/theory.md says how each was checked) or follows Bao, Nagano & Nozawa's (ICML 2022)
+evaluation of Theorem 1. N = number of
 classes (C elsewhere), K = number of negatives, q = 1 − 1/N, A = 2(N−1)H_{N−1}.
 """
 
@@ -63,11 +65,12 @@ def ash_coefficient(
     2·max(1, ⌈2(N−1)H_{N−1}/K⌉) (rigorous version of the proof's averaging step; flag §3.2).
     Examples: N = K = 10 → 29.2082 (ceil: 34.4157).
 
-    General ρ ([R], derived, not verbatim): max_c 2·max(1, 2E[T_c]/K)/(1−ρ(c))^K, with E[T_c]
+    General ρ (reconstructed: derived, not verbatim): max_c 2·max(1, 2E[T_c]/K)/(1−ρ(c))^K, with E[T_c]
     the coupon time over 𝒞∖{c} with probabilities ρ(c′)/(1−ρ(c)); ``coupon="bound"`` uses
     E[T_c] ≤ H_{N−1}(1−ρ(c))/min_{c′≠c}ρ(c′), ``coupon="exact"`` inclusion–exclusion (N ≤ 21).
 
-    Source: seed 004 Theorem 1 [R] + [X-Bao] (THEORY.md §3.2). Validity: N ≥ 2, K ≥ 1.
+    Source: Ash et al. (AISTATS 2022) Theorem 1 (reconstructed, and as Bao, Nagano & Nozawa (ICML 2022)
+    evaluate it; docs/theory.md). Validity: N ≥ 2, K ≥ 1.
     """
     k = check_int("num_negatives", num_negatives, 1)
     if class_probs is None:
@@ -102,7 +105,7 @@ def optimal_num_negatives(num_classes: int, ceil: bool = False, rtol: float = 1e
     exactly ((N−1)q^{N−1} = N q^N), so the answer is (N−1, N) for N ≥ 2 (ceil=False).
     Values are compared with relative tolerance ``rtol``; ties are all returned.
     ``ceil=True`` brute-forces K = 1..⌈A⌉+1 (N ≤ 10⁵).
-    Source: seed 004 Remark 2 [R] (THEORY.md §3.3). Validity: N ≥ 2.
+    Source: Ash et al. (AISTATS 2022) Remark 2 (reconstructed; see docs/theory.md). Validity: N ≥ 2.
     """
     n = check_int("num_classes", num_classes, 2)
     tol = check_real("rtol", rtol, low=0.0, high=1e-3)
@@ -132,7 +135,8 @@ def collision_floor(
     * logistic: Λ_K = E_{c∼ρ} Σ_{m=0}^K Bin(K, ρ(c))(m)·log_b(1+m) (natural log by default, as
       in Bao et al.; pass ``log_base=2`` for Arora's base-2 logistic).
 
-    Source: seed 004 Theorem 1 [R] + [X-Bao] (THEORY.md §3.2; log base unverified, flag 4).
+    Source: Ash et al. (AISTATS 2022) Theorem 1 (reconstructed, and as Bao, Nagano & Nozawa (ICML 2022)
+    evaluate it; docs/theory.md; log base unverified).
     Validity: K ≥ 0, C ≥ 1.
     """
     check_loss(loss)
@@ -160,7 +164,8 @@ def ash_theorem1_bound(
     """Theorem 1 right-hand side: coef·(L_NCE(f) − Λ_K) (:func:`ash_coefficient`, :func:`collision_floor`).
 
     Bounds the N-way mean-classifier loss L^μ_sup(f) (single task, prior ρ, independent of K).
-    Source: seed 004 Theorem 1 [R] + [X-Bao]. Validity: N ≥ 2, K ≥ 1. Warns if L_NCE < Λ_K.
+    Source: Ash et al. (AISTATS 2022) Theorem 1 (reconstructed, and as Bao, Nagano & Nozawa (ICML 2022)
+    evaluate it). Validity: N ≥ 2, K ≥ 1. Warns if L_NCE < Λ_K.
     """
     lv = check_real("nce_loss", nce_loss, low=0.0)
     floor = collision_floor(num_classes, num_negatives, loss, class_probs, log_base)
@@ -173,7 +178,8 @@ def ash_theorem1_bound(
 
 
 def kappa_tau_refined(num_classes: int, num_negatives: int) -> float:
-    """κ_K = √2·√(K·τ_K/N) — the s(f) coefficient of the Theorem 3 bound derived in THEORY.md §3.4 [R].
+    """κ_K = √2·√(K·τ_K/N) — the s(f) coefficient of the Theorem 3 bound derived in docs/theory.md
+    (reconstructed).
 
     Valid (derived), monotone in K; NOT the paper's printed coefficient (not recovered).
     """
@@ -184,8 +190,9 @@ def kappa_tau_refined(num_classes: int, num_negatives: int) -> float:
 
 
 def kappa_loose(num_classes: int, num_negatives: int) -> float:
-    """κ_K = √2·√(K/N) — looser valid choice dropping τ_K [R]; the total coefficient is
-    minimised near K ≈ N/2, which fits the paper's prose better (THEORY.md §3.4)."""
+    """κ_K = √2·√(K/N) — looser valid choice dropping τ_K (reconstructed; see docs/theory.md); the total
+    coefficient is
+    minimised near K ≈ N/2, which fits the paper's prose better (docs/theory.md)."""
     n = check_int("num_classes", num_classes, 2)
     k = check_int("num_negatives", num_negatives, 1)
     return math.sqrt(2.0) * math.sqrt(k / n)
@@ -201,8 +208,8 @@ class AshTheorem3Bound:
     kappa_name: str
     reconstructed: bool = True
     note: str = (
-        "Ash et al. Theorem 3 is reconstructed [R]: the paper's s(f) coefficient is not "
-        "recovered (THEORY.md §3.4); kappa is pluggable."
+        "Ash et al. Theorem 3 is reconstructed: the paper's s(f) coefficient is not "
+        "recovered (docs/theory.md); kappa is pluggable."
     )
 
 
@@ -214,14 +221,15 @@ def ash_theorem3_bound(
     kappa: KappaLike = None,
     ceil: bool = False,
 ) -> AshTheorem3Bound:
-    """Theorem 3 (refined bound), RECONSTRUCTED [R], uniform ρ:
+    """Theorem 3 (refined bound), RECONSTRUCTED (see docs/theory.md), uniform ρ:
 
     L^μ_sup(f) ≤ coef_K·(L^≠_NCE(f) + κ_K·s(f)), coef_K = :func:`ash_coefficient`.
 
     L^≠_NCE ignores the colliding coordinates (ℓ(empty) = 0); s(f) with ρ-weighting.
     ``kappa``: a callable (N, K) → κ, a number, ``"tau-refined"`` (default,
-    :func:`kappa_tau_refined`, the bound derived in THEORY.md §3.4) or ``"loose"``
-    (:func:`kappa_loose`). Source: seed 004 Theorem 3 [R], MEDIUM–LOW confidence in κ.
+    :func:`kappa_tau_refined`, the bound derived in docs/theory.md) or ``"loose"``
+    (:func:`kappa_loose`). Source: Ash et al. (AISTATS 2022) Theorem 3 (reconstructed; see docs/theory.md),
+    MEDIUM–LOW confidence in κ.
     Validity: N ≥ 2, K ≥ 1, s(f) ≥ 0.
     """
     lv = check_real("nce_loss_neq", nce_loss_neq, low=0.0)

@@ -76,7 +76,8 @@ def ash_coefficient_cmd(
     negatives: int = typer.Option(..., "--negatives", "-K"),
     ceil: bool = typer.Option(False, "--ceil"),
 ) -> None:
-    """Ash et al. Theorem 1 coefficient 2·max(1, 2(N−1)H_{N−1}/K)/(1−τ_K) [R]."""
+    """Ash et al. Theorem 1 coefficient 2·max(1, 2(N−1)H_{N−1}/K)/(1−τ_K) (reconstructed; see
+    docs/theory.md)."""
     from .ash import ash_coefficient, collision_floor
 
     try:
@@ -157,7 +158,8 @@ def crossings(
     r: float = typer.Option(..., "--r"),
     classes: int | None = typer.Option(None, "--classes", "-C", help="omit for N → ∞"),
 ) -> None:
-    """Crossing points of L_NCE(f₁) = L_NCE(f₂) in Ash et al.'s §3 example [R]."""
+    """Crossing points of L_NCE(f₁) = L_NCE(f₂) in Ash et al.'s §3 example (reconstructed; see
+    docs/theory.md)."""
     from .examples import ash_example_crossings
 
     try:

@@ -1,6 +1,7 @@
 """Collision probabilities of the latent-class model.
 
-Source: Arora et al. (seed 003, App. B.1) and Ash et al. (seed 004, §3, [R] per THEORY.md §3.1).
+Source: Arora et al. (ICML 2019, App. B.1) and Ash et al. (AISTATS 2022, §3, (reconstructed; see
+docs/theory.md) per docs/theory.md).
 Negatives' classes c⁻_1..c⁻_K and the anchor class c⁺ are i.i.d. from the prior ρ.
 """
 
@@ -52,7 +53,8 @@ def no_collision_probability(
     Probability that none of K i.i.d. negative classes equals the anchor class.
     Uniform ρ: (1 − 1/C)^K = exp(K·log1p(−1/C)).
 
-    Source: seed 003 App. B.1 (τ_k), seed 004 §3 [R]. Valid for K ≥ 0, C ≥ 1.
+    Source: Arora et al. (ICML 2019) App. B.1 (τ_k), Ash et al. (AISTATS 2022) §3 (reconstructed; see
+    docs/theory.md). Valid for K ≥ 0, C ≥ 1.
     """
     k = check_int("num_negatives", num_negatives, 0)
     c = _uniform_classes(num_classes, class_probs)
@@ -72,7 +74,7 @@ def collision_probability(
     Uniform ρ: τ_K = 1 − (1 − 1/C)^K; τ_1 = Σ_c ρ(c)² (Arora's τ).
     Limits: K = 0 → 0; C = 1 (or a point mass) with K ≥ 1 → 1.
 
-    Source: seed 003 App. B.1 [V-a]; seed 004 §3 [R, identical number].
+    Source: Arora et al. (ICML 2019) App. B.1; Ash et al. (AISTATS 2022) §3 (reconstructed; the same number).
     Validity: num_classes ≥ 1 (or class_probs a probability vector), num_negatives ≥ 0.
     Computed directly as Σ_c ρ(c)·(−expm1(K·log1p(−ρ(c)))) (accurate for tiny τ_K); use
     :func:`no_collision_probability` when you need 1 − τ_K (also computed directly).
@@ -96,7 +98,7 @@ def all_collide_probability(
 ) -> float:
     """τ′ = P[c⁺ = c⁻_i for all i] = Σ_c ρ(c)^{K+1}.
 
-    Source: seed 003 App. B.1 [V-a]. Validity: K ≥ 0 (K = 0 gives 1), C ≥ 1.
+    Source: Arora et al. (ICML 2019) App. B.1. Validity: K ≥ 0 (K = 0 gives 1), C ≥ 1.
     """
     k = check_int("num_negatives", num_negatives, 0)
     c = _uniform_classes(num_classes, class_probs)
@@ -111,7 +113,7 @@ def no_all_collide_probability(
 ) -> float:
     """1 − τ′ = Σ_c ρ(c)(1 − ρ(c)^K), computed directly as −Σ ρ·expm1(K·log ρ).
 
-    Source: seed 003 App. B.1 [V-a]. Validity: K ≥ 0 (K = 0 gives 0), C ≥ 1.
+    Source: Arora et al. (ICML 2019) App. B.1. Validity: K ≥ 0 (K = 0 gives 0), C ≥ 1.
     """
     k = check_int("num_negatives", num_negatives, 0)
     c = _uniform_classes(num_classes, class_probs)
@@ -128,7 +130,7 @@ def distinct_classes_probability(
     """p = P(m classes drawn i.i.d. from ρ are pairwise distinct) = m!·e_m(ρ).
 
     e_m is the elementary symmetric polynomial. Uniform ρ: p = Π_{j=0}^{m−1}(1 − j/C).
-    With m = k + 1 this is the p of Arora's Remark in Sec. 6.1 (seed 003 [V-a]):
+    With m = k + 1 this is the p of Arora's Remark in Sec. 6.1 (Arora et al. (ICML 2019)):
     L_sup(f̂) ≤ 𝓛_sup(f̂)/p. Validity: m ≥ 1; returns 0 when m > C.
     """
     m = check_int("num_classes_in_task", num_classes_in_task, 1)
@@ -149,7 +151,8 @@ def distinct_classes_probability(
 def collision_count_pmf(num_negatives: int, prob: float) -> NDArray[np.float64]:
     """P(|I| = m), m = 0..K, for |I| ∼ Binomial(K, prob): the number of colliding negatives.
 
-    For an anchor of class c, prob = ρ(c) (uniform: 1/C). Source: seed 004 §3.2 [R/X-Bao].
+    For an anchor of class c, prob = ρ(c) (uniform: 1/C). Source: Ash et al. (AISTATS 2022) §3.2
+    (reconstructed; agrees with Bao, Nagano & Nozawa's reading, ICML 2022).
     """
     k = check_int("num_negatives", num_negatives, 0)
     q = check_real("prob", prob, low=0.0, high=1.0)

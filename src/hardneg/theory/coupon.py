@@ -1,4 +1,5 @@
-"""Harmonic numbers and the coupon collector (Ash et al. Lemma 2, seed 004, [R] THEORY.md §3.5)."""
+"""Harmonic numbers and the coupon collector (Ash et al., AISTATS 2022, Lemma 2; reconstructed, see
+docs/theory.md)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def harmonic_number(n: int, exact: bool = False) -> float | Fraction:
 
     ``exact=True`` returns a :class:`fractions.Fraction`; otherwise an exact float sum
     (``math.fsum`` of the terms, correctly rounded), never the approximation ln n + 0.577.
-    Source: seed 004 §3.1 (harmonic numbers in Theorem 1) [R]. Validity: integer n ≥ 0.
+    Source: Ash et al. (AISTATS 2022) §3.1 (harmonic numbers in Theorem 1) (reconstructed; see
+    docs/theory.md). Validity: integer n ≥ 0.
     """
     n = check_int("n", n, 0)
     if exact:
@@ -50,7 +52,8 @@ def coupon_expected_draws(
     * general probabilities p: E[T] = Σ_{∅≠S⊆[n]} (−1)^{|S|+1} / p(S) (inclusion–exclusion,
       exact; exponential cost, so n ≤ 20 is enforced — use :func:`coupon_expected_draws_bound`).
 
-    Source: seed 004 Lemma 2 [R] (THEORY.md §3.5). Validity: n ≥ 1, p > 0 entrywise.
+    Source: Ash et al. (AISTATS 2022) Lemma 2 (reconstructed; see docs/theory.md). Validity: n ≥ 1, p > 0
+    entrywise.
     """
     if probs is None:
         if num_coupons is None:
@@ -76,7 +79,8 @@ def coupon_expected_draws(
 def coupon_expected_draws_bound(probs: Sequence[float] | NDArray[np.floating]) -> float:
     """Upper bound E[T] ≤ H_n / min_i p_i (equality n·H_n when p is uniform).
 
-    Source: seed 004 Lemma 2 [R]. Validity: p a probability vector with positive entries.
+    Source: Ash et al. (AISTATS 2022) Lemma 2 (reconstructed; see docs/theory.md). Validity: p a
+    probability vector with positive entries.
     """
     p = check_probs("probs", probs)
     if np.any(p <= 0):
@@ -96,7 +100,7 @@ def coupon_cover_probability(
 
     For large n the alternating sum loses precision; the uniform case then uses the
     exact DP over the number of distinct coupons seen (O(n·k)) whenever n > 30.
-    Source: seed 004 Lemma 2 [R] (THEORY.md §3.5). Validity: k ≥ 0, n ≥ 1.
+    Source: Ash et al. (AISTATS 2022) Lemma 2 (reconstructed; see docs/theory.md). Validity: k ≥ 0, n ≥ 1.
     """
     k = check_int("num_draws", num_draws, 0)
     if probs is None:

@@ -1,4 +1,5 @@
-"""Intraclass deviation s(f) (Arora et al. eq. 9, seed 003; Ash et al. Def. 2, seed 004 [R])."""
+"""Intraclass deviation s(f) (Arora et al. eq. 9, Arora et al. (ICML 2019); Ash et al. Def. 2, Ash et al.
+(AISTATS 2022) (reconstructed; see docs/theory.md))."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def intraclass_deviation(
 ) -> float:
     """s(f) = E_{c∼w}[ √‖Σ(f,c)‖₂ · E_{x∼𝒟_c}‖f(x)‖ ].
 
-    * ``weighting="arora"``: w = ν, ν(c) = ρ(c)²/Σρ² (seed 003 eq. 9 [V-a]);
-    * ``weighting="ash"``: w = ρ (seed 004 Def. 2 [R]); the two agree for uniform ρ.
+    * ``weighting="arora"``: w = ν, ν(c) = ρ(c)²/Σρ² (Arora et al. (ICML 2019) eq. 9);
+    * ``weighting="ash"``: w = ρ (Ash et al. (AISTATS 2022) Def. 2 (reconstructed; see docs/theory.md));
+    the two agree for uniform ρ.
 
     Σ(f,c) is the population covariance (ddof = 0) of f(x), x∼𝒟_c; ‖·‖₂ the spectral norm.
     ``embeddings`` is either a mapping/sequence of per-class arrays (n_c, d), or the features

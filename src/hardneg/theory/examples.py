@@ -1,7 +1,8 @@
 """Worked examples: the exact hinge-NCE evaluator, Ash et al. §3 (f₁, f₂), Arora et al. App. C.
 
-Sources: seed 004 §3 / App. C (every formula [R], THEORY.md §3.6) and seed 003 App. C
-([V-a] construction; the numeric values are [R, computed]). Loss: hinge ℓ(v) = max(0, 1 − min_i v_i).
+Sources: Ash et al. (AISTATS 2022) §3 / App. C (every formula reconstructed, see docs/theory.md)
+and Arora et al. (ICML 2019) App. C (their construction; the numeric values are computed by us). Loss:
+hinge ℓ(v) = max(0, 1 − min_i v_i).
 """
 
 from __future__ import annotations
@@ -72,14 +73,15 @@ def exact_hinge_nce(
     ``embeddings[c]`` the support (m_c, d) of f(x) under 𝒟_c (probabilities ``point_probs[c]``,
     default uniform) and ρ = ``class_probs`` (default uniform). Given (x, x⁺) the v_i are i.i.d.
     with finite support, and the loss depends only on min_i v_i:
-    P(min = u_j) = S(u_j)^K − S(u_{j+1})^K with S the survival function (THEORY.md §6).
+    P(min = u_j) = S(u_j)^K − S(u_{j+1})^K with S the survival function (docs/theory.md).
 
     ``negatives``:
     * ``"marginal"`` — x⁻_i ∼ 𝒟_neg (standard L_NCE / Arora's L_un);
     * ``"other-classes"`` — x⁻_i from the marginal conditioned on c⁻_i ≠ c (collision-free);
     * ``"drop-collisions"`` — Ash's L^≠_NCE: colliding coordinates deleted, ℓ(empty) = 0.
 
-    Source: THEORY.md §6 `exact_hinge_nce` [R]; reproduces seed 004 §3 and seed 003 App. C.
+    Source: docs/theory.md (reconstructed; see docs/theory.md); reproduces Ash et al. (AISTATS 2022) §3 and
+    Arora et al. (ICML 2019) App. C.
     Validity: K ≥ 1, ≥ 1 class; "other-classes"/"drop-collisions" need ≥ 2 classes.
     """
     k = check_int("num_negatives", num_negatives, 1)
@@ -146,8 +148,9 @@ def ash_example_embeddings(num_classes: int, r: float = 0.0, which: str = "f1") 
     """Supports of f₁ or f₂ in Ash et al. §3 (N even, each 𝒟_c uniform on 2 points).
 
     f₁: both points of classes 2i−1, 2i map to e_i (dimension N/2).
-    f₂ [R]: f₂(x_c¹) = (1+r)e_c, f₂(x_c²) = (1−r)e_c (dimension N).
-    Source: seed 004 §3 / App. C [R] (THEORY.md §3.6). Validity: N even ≥ 2, r ≥ 0 (f₂).
+    f₂ (reconstructed; see docs/theory.md): f₂(x_c¹) = (1+r)e_c, f₂(x_c²) = (1−r)e_c (dimension N).
+    Source: Ash et al. (AISTATS 2022) §3 / App. C (reconstructed; see docs/theory.md). Validity: N even ≥
+    2, r ≥ 0 (f₂).
     """
     n = _check_even(num_classes)
     if which == "f1":
@@ -171,7 +174,8 @@ def ash_f1_nce(num_classes: int, num_negatives: int) -> float:
     """L_NCE(f₁) = 1 − (1 − 2/N)^K (hinge): the loss is 1 iff the anchor's class or its pair
     appears among the negatives. L^μ_sup(f₁) = 1.
 
-    Source: seed 004 §3 [R, high confidence] (THEORY.md §3.6). Validity: N even ≥ 2, K ≥ 0.
+    Source: Ash et al. (AISTATS 2022) §3 (reconstructed, high confidence; see docs/theory.md)
+    (docs/theory.md). Validity: N even ≥ 2, K ≥ 0.
     """
     n = _check_even(num_classes)
     k = check_int("num_negatives", num_negatives, 0)
@@ -181,13 +185,14 @@ def ash_f1_nce(num_classes: int, num_negatives: int) -> float:
 
 
 def ash_f2_nce(num_classes: int, num_negatives: int, r: float, method: str = "auto") -> float:
-    """L_NCE(f₂) (hinge). Closed form [R], exact for 0 ≤ r < (√3−1)/2:
+    """L_NCE(f₂) (hinge). Closed form (reconstructed; see docs/theory.md), exact for 0 ≤ r < (√3−1)/2:
 
     L = q(r/2 + r²/4) + (1−q)(1+r) − 2r[(1 − 1/(2N))^K − q],  q = (1 − 1/N)^K.
 
     ``method="closed"`` raises for r ≥ (√3−1)/2; ``"exact"`` uses :func:`exact_hinge_nce`;
     ``"auto"`` uses the closed form when valid, else the exact evaluator.
-    L^μ_sup(f₂) = r/2. Source: seed 004 §3 / App. C [R, medium-high] (THEORY.md §3.6).
+    L^μ_sup(f₂) = r/2. Source: Ash et al. (AISTATS 2022) §3 / App. C (reconstructed, medium-high
+    confidence; see docs/theory.md) (docs/theory.md).
     Validity: N even ≥ 2, K ≥ 1, r ≥ 0.
     """
     n = _check_even(num_classes)
@@ -214,7 +219,8 @@ def _f2_closed(n: float, k: float, r: float) -> float:
 def ash_f2_crude_bounds(num_classes: int, num_negatives: int, r: float) -> tuple[float, float]:
     """App. C crude bounds: (1−τ_K)a + τ_K ≤ L_NCE(f₂) ≤ (1−τ_K)a + τ_K(1+r), a = r/2 + r²/4.
 
-    Source: seed 004 App. C [R]. Validity: N even ≥ 2, K ≥ 0, 0 ≤ r ≤ 1.
+    Source: Ash et al. (AISTATS 2022) App. C (reconstructed; see docs/theory.md). Validity: N even ≥ 2, K ≥
+    0, 0 ≤ r ≤ 1.
     """
     n = _check_even(num_classes)
     k = check_int("num_negatives", num_negatives, 0)
@@ -244,7 +250,7 @@ def ash_example_crossings(r: float, num_classes: int | None = None) -> tuple[flo
     * finite N: crossings in real-valued K of the closed forms (1−2/N)^K etc.
 
     Uses the closed form, so requires 0 < r < (√3−1)/2 (use :func:`ash_example_preferred_f2`
-    for larger r). Source: seed 004 §3 [R] (THEORY.md §3.6).
+    for larger r). Source: Ash et al. (AISTATS 2022) §3 (reconstructed; see docs/theory.md).
     """
     rr = check_real("r", r, low=0.0, high=F2_CLOSED_FORM_MAX_R, low_open=True, high_open=True)
     if num_classes is None:
@@ -269,7 +275,8 @@ def ash_example_crossings(r: float, num_classes: int | None = None) -> tuple[flo
 def ash_example_preferred_f2(num_classes: int, r: float, max_negatives: int) -> list[int]:
     """All integers K in [1, max_negatives] with L_NCE(f₂) < L_NCE(f₁) (exact evaluator; any r ≥ 0).
 
-    Source: seed 004 §3 [R]. Validity: N even ≥ 2, max_negatives ≥ 1.
+    Source: Ash et al. (AISTATS 2022) §3 (reconstructed; see docs/theory.md). Validity: N even ≥ 2,
+    max_negatives ≥ 1.
     """
     n = _check_even(num_classes)
     kmax = check_int("max_negatives", max_negatives, 1)
@@ -280,7 +287,7 @@ def ash_example_preferred_f2(num_classes: int, r: float, max_negatives: int) -> 
 def arora_example_embeddings(num_classes: int, r: float) -> list[NDArray[np.float64]]:
     """Arora et al. App. C: class i uniform on 2 points, f₁(x_i¹) = (3/2)r e_i, f₁(x_i²) = (1/2)r e_i.
 
-    (f₀ ≡ 0 has L_un = 1 for every k.) Source: seed 003 App. C [V-a]. Validity: n ≥ 2, r ≥ 0.
+    (f₀ ≡ 0 has L_un = 1 for every k.) Source: Arora et al. (ICML 2019) App. C. Validity: n ≥ 2, r ≥ 0.
     """
     n = check_int("num_classes", num_classes, 2)
     rr = check_real("r", r, low=0.0)
@@ -291,6 +298,6 @@ def arora_example_embeddings(num_classes: int, r: float) -> list[NDArray[np.floa
 def arora_example_nce(num_classes: int, r: float, num_negatives: int) -> float:
     """Exact hinge L_un(f₁) for Arora App. C (e.g. n = 10, r = 2: k=1 → 0.175, k=10 → 1.32882).
 
-    Source: seed 003 App. C [V-a construction]; values [R, computed]. Validity: n ≥ 2, k ≥ 1.
+    Source: Arora et al. (ICML 2019) App. C ; values (computed by us). Validity: n ≥ 2, k ≥ 1.
     """
     return exact_hinge_nce(arora_example_embeddings(num_classes, r), num_negatives)

@@ -1,9 +1,10 @@
 """Figures (matplotlib, Agg backend, PNG, written atomically: temp file + os.replace).
 
 * :func:`ash_coefficient_figure` — Ash et al. Theorem 1 coefficient vs K for several N
-  (seed 004 Fig. 1 analogue; formula [R]+[X-Bao]).
+  (Ash et al. (AISTATS 2022) Fig. 1 analogue; formula (reconstructed, and as Bao, Nagano & Nozawa (ICML
+  2022) evaluate it)).
 * :func:`ash_example_figure` — L_NCE(f₁) and L_NCE(f₂) vs K with the crossing points
-  (seed 004 §3 / Fig. 2 analogue; f₂ [R]).
+  (Ash et al. (AISTATS 2022) §3 / Fig. 2 analogue; f₂ (reconstructed; see docs/theory.md)).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def ash_coefficient_figure(
     ax.set_yscale("log")
     ax.set_xlabel("number of negatives K")
     ax.set_ylabel("Theorem 1 coefficient")
-    ax.set_title("Ash et al. Thm 1 coefficient [R]; dots: optimal K ∈ {N−1, N}")
+    ax.set_title("Ash et al. Thm 1 coefficient (reconstructed); dots: optimal K ∈ {N−1, N}")
     ax.legend()
     try:
         return save_figure_atomic(fig, path)
@@ -82,7 +83,7 @@ def ash_example_figure(
             ax.axvline(x, color=line[0].get_color(), ls=":", lw=0.8)
     ax.set_xlabel("number of negatives K")
     ax.set_ylabel("hinge L_NCE")
-    ax.set_title(f"Ash et al. §3 example [R], N = {n}: f₂ preferred between crossings")
+    ax.set_title(f"Ash et al. §3 example (reconstructed), N = {n}: f₂ preferred between crossings")
     ax.legend(fontsize=8)
     try:
         return save_figure_atomic(fig, path)

@@ -1,6 +1,6 @@
 """Robinson et al. (ICLR'21, HCL): Theorem 5 and the simplex separation.
 
-Source: seed 000/001 (HCL text) [V-c]; THEORY.md §4. f maps to the sphere 𝕊^{d−1}/t of
+Source: Robinson et al. (ICLR 2021) (HCL text); docs/theory.md f maps to the sphere 𝕊^{d−1}/t of
 radius 1/t (t = temperature in the paper's convention: inner products up to 1/t²).
 """
 
@@ -23,8 +23,9 @@ def simplex_separation(num_classes: int, temperature: float = 1.0, dim: int | No
 
     For C ≤ d+1 and uniform ρ the regular simplex solves problem (7) exactly ([R, proved]:
     average NN distance² ≤ average pairwise distance² ≤ 2C/((C−1)t²), equality only for the
-    simplex). C = 2 gives ξ = 2/t. Source: seed 000/001 Thm 4–5 context; helper [R]
-    (THEORY.md §4). Validity: C ≥ 2, t > 0, and C ≤ d+1 when ``dim`` is given (for C > d+1 use
+    simplex). C = 2 gives ξ = 2/t. Source: Robinson et al. (ICLR 2021) Thm 4–5 context; helper
+    (reconstructed; see docs/theory.md)
+    (docs/theory.md). Validity: C ≥ 2, t > 0, and C ≤ d+1 when ``dim`` is given (for C > d+1 use
     :func:`hardneg.theory.tammes.weighted_tammes`).
     """
     c = check_int("num_classes", num_classes, 2)
@@ -71,7 +72,7 @@ def hcl_misclassification_bound(
     ξ = min pairwise distance of a solution of (7); default (``xi=None``) the regular-simplex
     value :func:`simplex_separation` (uniform ρ, C ≤ d+1). For non-uniform ρ, |𝒞| is replaced by
     1/min_c ρ(c) and ``xi`` must be given. Vacuous (ξ² ≤ 2|𝒞|(1+1/t)√ε) → value = +inf,
-    ``vacuous=True``. Source: seed 000/001 Theorem 5 [V-c] (THEORY.md §4).
+    ``vacuous=True``. Source: Robinson et al. (ICLR 2021) Theorem 5 (docs/theory.md).
     Validity: 0 < ε ≤ 1, C ≥ 2, t > 0, ξ > 0.
     """
     eps = check_real("epsilon", epsilon, low=0.0, high=1.0, low_open=True)

@@ -160,10 +160,10 @@ def measure_bounds(
       and the N-way L^μ_sup of Ash et al. plus the mean-classifier accuracy.
     * Bounds (Gen_M = 0): Lemma 4.3, Theorem 4.5, Theorem B.1 ÷ p (Sec. 6.1 remark),
       Proposition 6.2 (if ``block_size``; it bounds L_sup ≤ L^μ_sup, so "holds" is not a test),
-      Ash Theorem 1, Ash Theorem 3 [R].
+      Ash Theorem 1, Ash Theorem 3 (reconstructed; see docs/theory.md).
 
     ``prior="empirical"`` uses ρ̂ = class frequencies; ``"uniform"`` uses ρ = 1/C.
-    Sources: seed 003 (Arora) and seed 004 (Ash, [R]); see each calculator.
+    Sources: Arora et al. (ICML 2019) and Ash et al. (AISTATS 2022, reconstructed); see each calculator.
     """
     check_loss(loss)
     k = check_int("num_negatives", num_negatives, 1)
@@ -280,34 +280,34 @@ def measure_bounds(
         warnings.simplefilter("ignore")
         bin_mu = q["L^mu_sup binary avg"]
         add("Arora Lemma 4.3", "L^mu_sup binary avg", bin_mu,
-            arora_lemma_4_3_bound(q["L_un (k=1)"], class_probs=cp_arg), "seed 003 [V-a]")
+            arora_lemma_4_3_bound(q["L_un (k=1)"], class_probs=cp_arg), "Arora et al. (ICML 2019)")
         if not math.isnan(q["L_un^neq (k=1)"]):
             add("Arora Theorem 4.5", "L^mu_sup binary avg", bin_mu,
                 arora_theorem_4_5_bound(q["L_un^neq (k=1)"], s, class_probs=cp_arg, loss=loss),
-                "seed 003 [V-a], c' [R]")
+                "Arora et al. (ICML 2019), c' (reconstructed; see docs/theory.md)")
         lneq_k = q[f"L_un^neq Arora (K={k})"]
         if have_kwise and not math.isnan(lneq_k):
             co = arora_coefficients(k, class_probs=cp_arg, loss=loss)
             p = distinct_classes_probability(None, k + 1, rho)
             add(f"Arora Thm B.1 / p (k={k})", f"L^mu_sup {kw + 1}-wise avg",
                 q[f"L^mu_sup {kw + 1}-wise avg"], (co.alpha * lneq_k + co.beta * s) / p,
-                "seed 003 [V-a] + Sec 6.1 remark" + ("" if kw == k else " (k_wise != K)"))
+                "Arora et al. (ICML 2019) + Sec 6.1 remark" + ("" if kw == k else " (k_wise != K)"))
         if block_size is not None:
             add(f"Arora Prop 6.2 (b={block_size})", "L^mu_sup binary avg (>= L_sup)", bin_mu,
                 arora_proposition_6_2_bound(q[f"L_block (b={block_size})"], class_probs=cp_arg),
-                "seed 003 [V-a]; bounds L_sup")
+                "Arora et al. (ICML 2019); bounds L_sup")
         base = 2.0 if loss == "logistic" else math.e
         nway = q[f"L^mu_sup {c_n}-way (Ash)"]
         ash_probs = None if prior == "uniform" else rho
         add(f"Ash Theorem 1 (K={k})", f"L^mu_sup {c_n}-way", nway,
             ash_theorem1_bound(q[f"L_un (K={k})"], c_n if ash_probs is None else None, k,
                                loss=loss, class_probs=ash_probs, log_base=base),
-            "seed 004 [R]+[X-Bao]")
+            "Ash et al. (AISTATS 2022) (reconstructed, and as Bao, Nagano & Nozawa (ICML 2022) evaluate it)")
         t3 = ash_theorem3_bound(q[f"L_NCE^neq Ash (K={k})"],
                                 intraclass_deviation(f, y, class_probs=rho, weighting="ash"),
                                 c_n, k)
-        add(f"Ash Theorem 3 [R] (K={k})", f"L^mu_sup {c_n}-way", nway, t3.value,
-            "seed 004 [R], uniform rho, kappa tau-refined")
+        add(f"Ash Theorem 3, reconstructed (K={k})", f"L^mu_sup {c_n}-way", nway, t3.value,
+            "Ash et al. (AISTATS 2022) (reconstructed; see docs/theory.md), uniform rho, kappa tau-refined")
     settings = {"num_negatives": k, "loss": loss, "num_tuples": m, "k_wise": kw,
                 "num_tasks": num_tasks, "block_size": block_size, "prior": prior, "seed": seed,
                 "num_samples": n, "dim": int(f.shape[1])}

@@ -1,6 +1,7 @@
 """Jiang–Ishwar–Aeron (HCL-OT): the degenerate min-max value (Theorem 1, Lemma 2).
 
-Source: seed 002 [V-d] (THEORY.md §5). With negatives chosen adversarially under the marginal
+Source: Jiang et al. (arXiv:2111.03169) (docs/theory.md). With negatives chosen adversarially under the
+marginal
 constraint, a constant encoder attains the min-max, every v_i = 0, and the value is ψ(0,…,0).
 """
 
@@ -24,7 +25,7 @@ def degenerate_minmax_value(
     num_negatives: int = 1,
     psi: Callable[[NDArray[np.float64]], float] | None = None,
 ) -> float:
-    """min_f max_{P_neg ∈ Ω_mar} E[ψ(v)] = ψ(0,…,0) (Theorem 1 / Lemma 2, seed 002 [V-d]).
+    """min_f max_{P_neg ∈ Ω_mar} E[ψ(v)] = ψ(0,…,0) (Theorem 1 / Lemma 2, Jiang et al. (arXiv:2111.03169)).
 
     * ``loss="nce"``: ψ(v) = log(1 + (q/m)Σ_i e^{v_i}) → log(1 + q) (q = 1: ln 2 ≈ 0.693147;
       q = 256: 5.54908);

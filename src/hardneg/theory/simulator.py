@@ -1,8 +1,8 @@
-"""Latent-class simulator: the data model of Arora et al. (seed 003 §2) made concrete.
+"""Latent-class simulator: the data model of Arora et al. (ICML 2019 §2) made concrete.
 
 Classes c ∼ ρ; each class is a distribution 𝒟_c over inputs. Similar pairs (x, x⁺) come from
 one class (eq. 1); negatives come from the marginal 𝒟_neg = E_{c∼ρ}𝒟_c (eq. 2), so collisions
-happen exactly as the theory assumes (probability τ_K, THEORY.md §1).
+happen exactly as the theory assumes (probability τ_K, docs/theory.md).
 
 Two families of 𝒟_c:
 * ``kind="gaussian"``: x = μ_c + σ·ε in ℝ^D, μ_c ∼ N(0, s²I_D) drawn once from the seed;

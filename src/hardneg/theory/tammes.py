@@ -1,4 +1,4 @@
-"""Numerical weighted Tammes solver for HCL problem (7) (seed 000/001 Theorem 4 [V-c]).
+"""Numerical weighted Tammes solver for HCL problem (7) (Robinson et al. (ICLR 2021) Theorem 4).
 
 max_{v_c ∈ 𝕊^{d−1}/t} Σ_c ρ(c)·min_{c′≠c}‖v_c − v_{c′}‖²       (7)
 
@@ -123,7 +123,7 @@ def weighted_tammes(
     projected back onto the sphere. The restart with the best exact objective is then
     polished (``polish=True``, N ≤ 40) by SLSQP on the epigraph form
     max Σ_c ρ(c)s_c s.t. s_c ≤ ‖v_c − v_{c′}‖², ‖v_c‖ = 1 (one slack for "maxmin").
-    Source: problem (7) of seed 000/001 [V-c]; the solver is ours (heuristic).
+    Source: problem (7) of Robinson et al. (ICLR 2021); the solver is ours (heuristic).
     Validity: N ≥ 2, d ≥ 2, radius > 0, weights a probability vector of length N.
     """
     import torch
