@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tests.reference.images import assert_png_has_content
 
 from hardneg._io import atomic_write_bytes, atomic_write_text
 from hardneg.diagnostics import (
@@ -23,7 +24,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _only_png(folder: Path, name: str) -> None:
-    assert (folder / name).read_bytes().startswith(PNG)
+    assert_png_has_content(folder / name)  # a real picture: size, several colours, non-blank
     assert sorted(p.name for p in folder.iterdir()) == [name]  # no temp file left behind
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.reference.images import assert_png_has_content
 from typer.testing import CliRunner
 
 from hardneg.theory.cli import app
@@ -74,17 +75,13 @@ def test_figures_command(tmp_path: Path) -> None:
     res = runner.invoke(app, ["figures", str(tmp_path / "figs")])
     assert res.exit_code == 0, res.output
     for name in ("ash_coefficient.png", "ash_f1_f2.png"):
-        p = tmp_path / "figs" / name
-        assert p.stat().st_size > 1000
-        assert p.read_bytes()[:8] == PNG
+        assert_png_has_content(tmp_path / "figs" / name)
     assert not [q for q in (tmp_path / "figs").iterdir() if q.name.startswith(".")]
 
 
 def test_figure_functions(tmp_path: Path) -> None:
-    p = ash_coefficient_figure(tmp_path / "a.png", classes=(5, 20))
-    assert p.read_bytes()[:8] == PNG
-    p = ash_example_figure(tmp_path / "b.png", num_classes=20, rs=(0.2,))
-    assert p.read_bytes()[:8] == PNG
+    assert_png_has_content(ash_coefficient_figure(tmp_path / "a.png", classes=(5, 20)))
+    assert_png_has_content(ash_example_figure(tmp_path / "b.png", num_classes=20, rs=(0.2,)))
     with pytest.raises(ValueError, match="classes"):
         ash_coefficient_figure(tmp_path / "c.png", classes=(1,))
     assert not (tmp_path / "c.png").exists()
