@@ -1,4 +1,4 @@
-"""Controlled experiments on the latent-class simulator (plain torch loops, no pipeline import).
+"""Controlled experiments on the latent-class simulator (small in-memory loops over the library).
 
 (a) ``ash``   — Ash et al. trade-off: downstream mean-classifier accuracy vs K for several C,
     standard vs collision-free negatives; measured best K next to ``optimal_num_negatives(C)``.
@@ -6,7 +6,10 @@
 (c) ``hcl``   — HCL Fig. 4 (middle) analogue: true positives, accuracy vs β (repo estimator
     with τ⁺ = 1/C and the clamp N·e^{−1/T}).
 
-Encoder: 2-layer MLP with l2-normalised output. Losses in the log domain (logsumexp/softplus).
+Encoder: 2-layer MLP with l2-normalised output. The losses are the library's: (a) and (c) the
+loss engine on each anchor's explicit negatives (:class:`hardneg.ContrastiveLoss` with a
+block-diagonal mask), (b) :func:`hardneg.objectives.block_loss`; the accuracy is
+:class:`hardneg.evaluate.MeanClassifier`'s.
 Default budgets are tiny (seconds); ``full=True`` or the YAML configs make them bigger. Each
 experiment writes ``<name>.csv`` and ``<name>.png`` into ``outdir`` and returns table lines.
 """
@@ -24,6 +27,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from hardneg.objectives import block_loss
 
 from .ash import optimal_num_negatives
 from .simulator import LatentClassSimulator
@@ -79,22 +84,16 @@ def _simulator(cfg: dict[str, Any], num_classes: int, seed: int) -> LatentClassS
 
 
 def _accuracy(enc: nn.Module, sim: LatentClassSimulator, cfg: dict[str, Any], seed: int) -> float:
-    """Mean-classifier accuracy: class means from one labelled sample, tested on another."""
+    """Mean-classifier accuracy (:class:`hardneg.evaluate.MeanClassifier`): class means from one
+    labelled sample, tested on another."""
+    from hardneg.evaluate import MeanClassifier
+
     g = np.random.default_rng([seed, 99])
     with torch.no_grad():
         xtr, ytr = sim.sample_labelled(cfg["eval_samples"], g)
         xte, yte = sim.sample_labelled(cfg["eval_samples"], g)
-        ftr, fte = _embed(enc, xtr), _embed(enc, xte)
-        mu = torch.zeros(sim.num_classes, ftr.shape[1])
-        mu.index_add_(0, ytr, ftr)
-        mu = mu / torch.bincount(ytr, minlength=sim.num_classes).clamp_min(1)[:, None]
-        return float(((fte @ mu.T).argmax(1) == yte).float().mean())
-
-
-def _nce_logistic(v: torch.Tensor, temperature: float) -> torch.Tensor:
-    """log(1 + Σ_i exp(−v_i/T)) via logsumexp (log domain)."""
-    z = torch.cat([torch.zeros_like(v[:, :1]), -v / temperature], dim=1)
-    return torch.logsumexp(z, dim=1).mean()
+        ftr, fte = _embed(enc, xtr).numpy(), _embed(enc, xte).numpy()
+    return float(MeanClassifier().fit(ftr, ytr.numpy()).score(fte, yte.numpy()))
 
 
 def _train(enc: nn.Module, cfg: dict[str, Any], loss_fn: Any) -> None:
@@ -125,8 +124,9 @@ def tradeoff_experiment(cfg: dict[str, Any]) -> list[dict[str, Any]]:
                                               collision_free=mode == "collision-free", rng=g)
                         fa, fp = _embed(enc, b.anchor), _embed(enc, b.positive)
                         fn = _embed(enc, b.negatives)
-                        v = (fa * fp).sum(-1, keepdim=True) - torch.einsum("bd,bkd->bk", fa, fn)
-                        return _nce_logistic(v, cfg["temperature"])
+                        return _explicit_negatives_loss(
+                            fa, fp, fn, temperature=cfg["temperature"], tau_plus=0.0, beta=0.0
+                        )
 
                     _train(enc, cfg, loss_fn)
                     accs.append(_accuracy(enc, sim, cfg, seed))
@@ -149,11 +149,10 @@ def block_experiment(cfg: dict[str, Any]) -> list[dict[str, Any]]:
             def loss_fn(_: int, sim: LatentClassSimulator = sim, enc: nn.Module = enc,
                         g: np.random.Generator = g, b: int = b) -> torch.Tensor:
                 blk = sim.sample_blocks(cfg["batch_size"], b, rng=g)
-                fa = _embed(enc, blk.anchor)
-                fp = _embed(enc, blk.positives).mean(1)
-                fn = _embed(enc, blk.negatives).mean(1)
-                v = (fa * (fp - fn)).sum(-1, keepdim=True)
-                return _nce_logistic(v, cfg["temperature"])
+                fa = _embed(enc, blk.anchor) / cfg["temperature"]
+                fp = _embed(enc, blk.positives)
+                fn = _embed(enc, blk.negatives)[:, None]  # one negative block per anchor
+                return block_loss(fa, fp, fn, loss="logistic")
 
             _train(enc, cfg, loss_fn)
             accs.append(_accuracy(enc, sim, cfg, seed))
