@@ -64,10 +64,19 @@ def _quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*ckpt_path.*")
     warnings.filterwarnings("ignore", message=".*when logging on epoch level in distributed.*")
     warnings.filterwarnings("ignore", message=".*there is no last checkpoint.*")
+    warnings.filterwarnings("ignore", message=".*exists and is not empty.*")
 
 
-def _fail(err: Exception) -> typer.Exit:
-    _echo(f"error: {err}")
+def _describe(err: BaseException) -> str:
+    """One line for a failure the user can cause; an ``OSError`` names its path and the reason."""
+    if isinstance(err, OSError) and err.strerror:
+        where = f": '{err.filename}'" if err.filename is not None else ""
+        return f"{err.strerror}{where}"
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _fail(err: BaseException) -> typer.Exit:
+    _echo(f"error: {_describe(err)}")
     return typer.Exit(code=2)
 
 
@@ -80,7 +89,22 @@ def _load(config: str, overrides: list[str] | None):  # type: ignore[no-untyped-
         raise _fail(err) from None
 
 
-_USER_ERRORS = (FileNotFoundError, FileExistsError, ValueError, RuntimeError)  # ConfigError is a ValueError
+# Failures a user can cause: bad paths, full or read-only disks (OSError), bad values and damaged
+# files (ValueError: ConfigError and CheckpointError are ValueErrors), sizes out of range.
+_USER_ERRORS = (OSError, ValueError, RuntimeError, OverflowError)
+
+
+def _interrupted_message(config: str, run_dir: Path) -> str:
+    """What Ctrl-C left behind, naming only the checkpoint files that exist."""
+    folder = run_dir / "checkpoints"
+    meaning = {"last.ckpt": "the last finished epoch", "interrupted.ckpt": "the moment of interruption"}
+    names = [name for name in meaning if (folder / name).is_file()]
+    if not names:
+        return (f"interrupted before the first checkpoint; start again with "
+                f"`hardneg train {config} ... --out {run_dir} --force`")
+    listing = ", ".join(f"{name} = {meaning[name]}" for name in names)
+    return (f"interrupted: checkpoints in {folder} ({listing}); continue with "
+            f"`hardneg train {config} ... --resume --out {run_dir}` (resumes from the last finished epoch)")
 
 
 @app.command()
@@ -99,10 +123,8 @@ def train(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
         raise _fail(err) from None
     except (KeyboardInterrupt, SystemExit) as err:  # Lightning exits with 1 after Ctrl-C
         if isinstance(err, KeyboardInterrupt) or err.code not in (0, None):
-            run_dir = out if out is not None else f"{cfg.out_dir}/{cfg.name}"
-            _echo(f"interrupted: checkpoints in {run_dir}/checkpoints (interrupted.ckpt = the moment of "
-                  f"interruption, last.ckpt = the last finished epoch); continue with "
-                  f"`hardneg train {config} ... --resume --out {run_dir}` (resumes from last.ckpt)")
+            run_dir = out if out is not None else Path(cfg.out_dir) / cfg.name
+            _echo(_interrupted_message(config, Path(run_dir)))
         raise
     if result is None:  # a non-zero DDP rank
         return

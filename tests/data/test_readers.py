@@ -240,3 +240,13 @@ def test_tiny_imagenet_errors(tiny_root: Path) -> None:
     (root / "wnids.txt").unlink()
     with pytest.raises(FileNotFoundError, match=r"wnids\.txt"):
         read_tiny_imagenet(tiny_root)
+
+
+def test_cifar10_string_labels_name_the_file(tmp_path: Path) -> None:
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    _dump(folder / "test_batch", {b"data": np.zeros((2, 3072), np.uint8), b"labels": [b"cat", b"dog"]})
+    _dump(folder / "batches.meta", {b"label_names": [b"cat", b"dog"]})
+    expected = r"corrupt CIFAR file .*test_batch: b'labels' must be integer class indices"
+    with pytest.raises(ValueError, match=expected):
+        read_cifar10(tmp_path, split="test")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -33,6 +34,13 @@ ARGS = tiny(
 def _metrics(run):
     data = json.loads((run / "metrics.json").read_text())
     return data["history"], data["eval"], data["online_knn"]
+
+
+def _csv_losses(run):
+    with (run / "logs" / "csv" / "metrics.csv").open(newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("epoch/loss")]
+    assert [int(float(r["epoch"])) for r in rows] == list(range(EPOCHS))
+    return [float(r["epoch/loss"]) for r in rows]
 
 
 def _assert_same(a, b):
@@ -76,6 +84,8 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
     _assert_same(hist, hist_ref)
     _assert_same(online, online_ref)
     assert ev == pytest.approx(eval_ref, rel=0, abs=1e-6)
+    # the CSV log holds every epoch once, with the uninterrupted run's losses
+    assert _csv_losses(killed) == pytest.approx(_csv_losses(reference), rel=0, abs=1e-6)
     # and the final weights are the same
     a = torch.load(reference / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
     b = torch.load(last, weights_only=False)["state_dict"]
@@ -130,3 +140,67 @@ def test_ctrl_c_saves_an_interrupted_checkpoint_and_explains_resume(tmp_path):
     assert (run / "checkpoints" / "interrupted.ckpt").is_file()
     assert not (run / "metrics.json").exists()
     assert "--resume" in err and "interrupted.ckpt" in err
+
+
+def test_resume_of_a_finished_run_adds_no_checkpoint_and_keeps_the_log(tmp_path):
+    from hardneg.train.config import load_config
+    from hardneg.train.experiment import train_run
+
+    cfg = load_config("digits", tiny("train.epochs=2", "eval.figures=false", "eval.linear=false"))
+    run = tmp_path / "run"
+    first = train_run(cfg, run, quiet=True)
+    log = run / "logs" / "csv" / "metrics.csv"
+    rows = log.read_text().splitlines()
+    assert len(rows) > 3
+    again = train_run(cfg, run, resume=True, quiet=True)
+    assert again.eval == pytest.approx(first.eval, abs=1e-9)
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["epoch001.ckpt", "last.ckpt"]
+    assert log.read_text().splitlines() == rows
+
+
+def test_the_thread_count_is_recorded_and_a_different_one_refused_on_resume(tmp_path):
+    from hardneg.train.config import ConfigError, load_config
+    from hardneg.train.run_folder import prepare_run_dir
+
+    unset = load_config("digits", ["train.threads=null"])
+    recorded = prepare_run_dir(unset, tmp_path / "a", resume=False, force=False)
+    assert recorded.train.threads == torch.get_num_threads()
+
+    run = tmp_path / "b"
+    run.mkdir()
+    from hardneg.train.config import dump_yaml
+
+    (run / "config.yaml").write_text(dump_yaml(load_config("digits", ["train.threads=3"])))
+    same = prepare_run_dir(unset, run, resume=True, force=False)  # unset: the run's own count
+    assert same.train.threads == 3
+    with pytest.raises(ConfigError, match=r"'train.threads': the run was trained with 3 thread\(s\), got 1"):
+        prepare_run_dir(load_config("digits", ["train.threads=1"]), run, resume=True, force=False)
+
+
+def test_each_checkpoint_is_saved_after_its_epoch_row_is_on_disk(tmp_path, monkeypatch):
+    """A kill right after checkpoint ``e`` must find epoch ``e``'s CSV row on disk (no race)."""
+    from typer.testing import CliRunner
+
+    from hardneg.cli import app
+    from hardneg.train.checkpoints import AtomicCheckpointIO
+
+    run = tmp_path / "run"
+    seen: list[tuple[int, list[int]]] = []
+    real_save = AtomicCheckpointIO.save_checkpoint
+
+    def save_checkpoint(self, checkpoint, path, storage_options=None):
+        csv_file = run / "logs" / "csv" / "metrics.csv"
+        epochs = []
+        if csv_file.exists():
+            with csv_file.open(newline="") as handle:
+                epochs = [int(float(r["epoch"])) for r in csv.DictReader(handle) if r.get("epoch/loss")]
+        seen.append((int(checkpoint["epoch"]), epochs))
+        return real_save(self, checkpoint, path, storage_options)
+
+    monkeypatch.setattr(AtomicCheckpointIO, "save_checkpoint", save_checkpoint)
+    result = CliRunner().invoke(app, ["train", "digits", *tiny("train.epochs=3", "eval.figures=false",
+                                                               "eval.linear=false"), "--out", str(run), "-q"])
+    assert result.exit_code == 0, result.output
+    assert [epoch for epoch, _ in seen] == [0, 0, 1, 1, 2, 2]  # epochNNN.ckpt and last.ckpt per epoch
+    for epoch, on_disk in seen:
+        assert on_disk == list(range(epoch + 1))

@@ -64,7 +64,14 @@ def _batch(path: Path, label_key: str, *, layout: str) -> tuple[np.ndarray, np.n
         if key not in d:
             raise ValueError(f"corrupt CIFAR file {path}: missing key b{key!r} (keys: {sorted(d)})")
     data = np.asarray(d["data"])
-    labels = np.asarray(d[label_key], dtype=np.int64)
+    try:
+        labels = np.asarray(d[label_key], dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as err:
+        sample = list(d[label_key][:3]) if hasattr(d[label_key], "__getitem__") else d[label_key]
+        raise ValueError(
+            f"corrupt CIFAR file {path}: b{label_key!r} must be integer class indices, got {sample!r}... "
+            f"({type(err).__name__})"
+        ) from None
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
         raise ValueError(
             f"corrupt CIFAR file {path}: b'data' must be uint8 of shape (N, 3072), "

@@ -1,9 +1,10 @@
 """The Lightning ``Trainer`` of hardneg, built from plain arguments.
 
-Checkpoints go to ``<run>/checkpoints``: ``last.ckpt`` after every epoch (what ``--resume``
-continues from) and ``interrupted.ckpt`` when training stops on an exception or Ctrl-C
-(Lightning's ``OnExceptionCheckpoint``; a SIGKILL leaves the last epoch checkpoint). Logs go to
-``<run>/logs`` (CSV, and TensorBoard when installed).
+Checkpoints go to ``<run>/checkpoints``: ``last.ckpt`` and ``epochNNN.ckpt`` after every epoch
+(what ``--resume`` continues from) and ``interrupted.ckpt`` when training stops on an exception
+or Ctrl-C (Lightning's ``OnExceptionCheckpoint``; a SIGKILL leaves the last epoch checkpoint).
+Every save is atomic in the checkpoint folder itself (:mod:`hardneg.train.checkpoints`). Logs go
+to ``<run>/logs`` (CSV, kept across ``--resume``, and TensorBoard when installed).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Literal
 import lightning as L
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint, OnExceptionCheckpoint
 
-__all__ = ["build_trainer", "last_checkpoint", "show_progress"]
+__all__ = ["build_trainer", "show_progress"]
 
 
 def show_progress(requested: bool = True) -> bool:
@@ -24,10 +25,14 @@ def show_progress(requested: bool = True) -> bool:
     return bool(requested) and sys.stderr.isatty() and not os.environ.get("CI")
 
 
-def last_checkpoint(run_dir: str | Path) -> Path | None:
-    """``<run>/checkpoints/last.ckpt`` if it exists."""
-    path = Path(run_dir) / "checkpoints" / "last.ckpt"
-    return path if path.is_file() else None
+class _ExceptionCheckpoint(OnExceptionCheckpoint):
+    """``OnExceptionCheckpoint`` whose own failure (a full disk) does not hide the original error."""
+
+    def on_exception(self, trainer: L.Trainer, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().on_exception(trainer, *args, **kwargs)
+        except OSError as err:
+            print(f"notice: could not save {self.ckpt_path}: {err.strerror or err}", file=sys.stderr)
 
 
 def _strategy(name: str, accelerator: str) -> Any:
@@ -53,6 +58,7 @@ def build_trainer(
     log_every_n_steps: int = 5,
     progress: bool = True,
     tensorboard: bool = True,
+    resume_epoch: int | None = None,
 ) -> L.Trainer:
     """A ``Trainer`` that checkpoints every epoch and on interruption, logging CSV + TensorBoard.
 
@@ -65,12 +71,18 @@ def build_trainer(
         deterministic: ``torch.use_deterministic_algorithms`` (bitwise-reproducible on CPU).
         progress: show a progress bar (see :func:`show_progress`).
         tensorboard: also log to TensorBoard (skipped with a notice if not installed).
+        resume_epoch: the epoch of the checkpoint a resumed run starts from: the CSV log keeps
+            its rows up to that epoch instead of starting a new file.
     """
-    from lightning.pytorch.loggers import CSVLogger, Logger
+    from lightning.pytorch.loggers import Logger
+
+    from hardneg.train.checkpoints import AtomicCheckpointIO
+    from hardneg.train.csv_log import ResumableCSVLogger
 
     run = Path(run_dir)
     ckpt_dir = run / "checkpoints"
-    loggers: list[Logger] = [CSVLogger(save_dir=str(run), name="logs", version="csv")]
+    loggers: list[Logger] = [ResumableCSVLogger(save_dir=str(run), name="logs", version="csv",
+                                                keep_until_epoch=resume_epoch)]
     if tensorboard:
         try:
             from lightning.pytorch.loggers import TensorBoardLogger
@@ -82,7 +94,7 @@ def build_trainer(
     all_callbacks: list[Callback] = [
         ModelCheckpoint(dirpath=str(ckpt_dir), filename="epoch{epoch:03d}", auto_insert_metric_name=False,
                         every_n_epochs=1, save_top_k=1, save_last=True, save_on_train_epoch_end=True),
-        OnExceptionCheckpoint(dirpath=str(ckpt_dir), filename="interrupted"),
+        _ExceptionCheckpoint(dirpath=str(ckpt_dir), filename="interrupted"),
         *(callbacks or []),
     ]
     bar = show_progress(progress)
@@ -103,6 +115,7 @@ def build_trainer(
         deterministic=deterministic,
         logger=loggers,
         callbacks=all_callbacks,
+        plugins=[AtomicCheckpointIO()],
         log_every_n_steps=log_every_n_steps,
         enable_progress_bar=bar,
         enable_model_summary=False,

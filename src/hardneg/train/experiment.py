@@ -24,9 +24,15 @@ from hardneg.data.images import LabeledImages
 from hardneg.train import figures
 from hardneg.train.build import build_module
 from hardneg.train.callbacks import OnlineKNN, PhaseTimer
+from hardneg.train.checkpoints import (
+    CheckpointError,
+    newest_intact_checkpoint,
+    read_checkpoint,
+    remove_partial_checkpoints,
+)
 from hardneg.train.config import RunConfig, dump_yaml, load_config
 from hardneg.train.data import ContrastiveDataModule
-from hardneg.train.engine import build_trainer, last_checkpoint
+from hardneg.train.engine import build_trainer
 from hardneg.train.evaluation import evaluate_encoder
 from hardneg.train.latent import Split, split_inputs
 from hardneg.train.modality import get_modality
@@ -97,24 +103,22 @@ def train_run(
     With ``resume=True`` the run continues from ``checkpoints/last.ckpt`` (the last finished
     epoch) and ends with the same metrics as an uninterrupted run of the same config on CPU.
     """
-    with thread_limits(cfg.train.threads):
-        return _train_run(cfg, run_dir, resume=resume, force=force, quiet=quiet)
-
-
-def _train_run(
-    cfg: RunConfig,
-    run_dir: str | Path | None,
-    *,
-    resume: bool,
-    force: bool,
-    quiet: bool,
-) -> RunResult | None:
-    t_start = time.perf_counter()
     run = run_dir_for(cfg, run_dir)
-    child = _is_child_process()
-    if not child:
+    if not _is_child_process():
         cfg = prepare_run_dir(cfg, run, resume=resume, force=force)
         atomic_write_text(run / "config.yaml", dump_yaml(cfg))
+    with thread_limits(cfg.train.threads):
+        return _train_run(cfg, run, resume=resume, quiet=quiet)
+
+
+def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunResult | None:
+    t_start = time.perf_counter()
+    child = _is_child_process()
+    if not child:
+        remove_partial_checkpoints(run / "checkpoints")
+    found = None
+    if resume:
+        found = newest_intact_checkpoint(run / "checkpoints", report=_silent if child else None)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     t0 = time.perf_counter()
     train, test = load_data(cfg)
@@ -153,8 +157,9 @@ def _train_run(
         deterministic=t.deterministic,
         log_every_n_steps=t.log_every_n_steps,
         progress=t.progress and not quiet,
+        resume_epoch=int(found[1].get("epoch", 0)) if found else None,
     )
-    ckpt = last_checkpoint(run) if resume else None
+    ckpt = found[0] if found else None
     if resume and ckpt is None and not quiet and not child:
         print(f"notice: no checkpoint in '{run}/checkpoints'; starting from scratch", file=sys.stderr)
     t_setup = time.perf_counter() - t_start
@@ -244,25 +249,48 @@ def _evaluate_and_write(
 def evaluate_run(
     run_dir: str | Path, *, checkpoint: str | Path | None = None, figures_on: bool = True, write: bool = True
 ) -> RunResult:
-    """Re-evaluate a saved run from its checkpoint (default ``last.ckpt``) and config."""
+    """Re-evaluate a saved run from its checkpoint and config.
+
+    The default checkpoint is the run's newest intact one (``last.ckpt`` unless it is damaged;
+    see :func:`hardneg.train.checkpoints.newest_intact_checkpoint`). A damaged or foreign
+    ``checkpoint`` raises :class:`~hardneg.train.checkpoints.CheckpointError`.
+    """
     run = Path(run_dir)
     cfg_path = run / "config.yaml"
     if not cfg_path.is_file():
         raise FileNotFoundError(f"no run folder at '{run}': config.yaml not found")
-    ckpt = Path(checkpoint) if checkpoint is not None else last_checkpoint(run)
-    if ckpt is None or not ckpt.is_file():
-        raise FileNotFoundError(f"checkpoint not found: '{ckpt or run / 'checkpoints' / 'last.ckpt'}'")
+    if checkpoint is not None:
+        ckpt = Path(checkpoint)
+        state = read_checkpoint(ckpt)
+    else:
+        remove_partial_checkpoints(run / "checkpoints")
+        found = newest_intact_checkpoint(run / "checkpoints")
+        if found is None:
+            raise FileNotFoundError(f"no intact checkpoint in '{run / 'checkpoints'}'")
+        ckpt, state = found
     cfg = load_config(cfg_path, {"eval.figures": bool(figures_on)})
     with thread_limits(cfg.train.threads):
-        return _evaluate_saved(cfg, run, ckpt, write=write)
+        return _evaluate_saved(cfg, run, ckpt, state, write=write)
 
 
-def _evaluate_saved(cfg: RunConfig, run: Path, ckpt: Path, *, write: bool) -> RunResult:
+def _silent(_: str) -> None:
+    """Report nothing (DDP workers leave messages to rank 0)."""
+
+
+def _evaluate_saved(
+    cfg: RunConfig, run: Path, ckpt: Path, state: dict[str, Any], *, write: bool
+) -> RunResult:
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     train, test = load_data(cfg)
     module, _ = build_module(cfg, train)
-    state = torch.load(ckpt, map_location="cpu", weights_only=False)
-    module.load_state_dict(state["state_dict"])
+    try:
+        module.load_state_dict(state["state_dict"])
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(
+            f"{ckpt} is not a readable hardneg checkpoint of this run (its weights do not fit the "
+            f"model of config.yaml: {first})"
+        ) from None
     module.on_load_checkpoint(state)
     online = []
     for key, value in state.get("callbacks", {}).items():

@@ -226,12 +226,15 @@ class ContrastiveModule(L.LightningModule):
             for k, v in zip([k for k in sorted(row) if k != "epoch"], vec.tolist()):
                 row[k] = float(v)
         self.history.append(row)
-        self.log_dict(
-            {f"epoch/{k}": v for k, v in row.items() if k != "epoch"},
-            on_step=False,
-            on_epoch=True,
-            sync_dist=False,
-        )
+        # Written to the loggers and flushed here, before the epoch's checkpoint is saved (module
+        # hooks run before ModelCheckpoint's): a run killed right after a checkpoint still has that
+        # epoch's row on disk, so the CSV log is complete after ``--resume``. ``self.log`` would
+        # reach the loggers only after the checkpoint, and CSVLogger buffers rows until its flush.
+        metrics = {f"epoch/{k}": v for k, v in row.items() if k != "epoch"}
+        metrics["epoch"] = float(self.current_epoch)
+        for logger in self.loggers:
+            logger.log_metrics(metrics, step=self.global_step)
+            logger.save()
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["hardneg_history"] = copy.deepcopy(self.history)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from hardneg._io import atomic_write_bytes, atomic_write_text
-from hardneg.train.config import ConfigError, RunConfig, config_to_dict, load_config
+from hardneg.train.config import ConfigError, RunConfig, config_to_dict, load_config, with_overrides
 
 __all__ = [
     "RunExists",
@@ -99,29 +99,48 @@ def _check_resume_config(saved: RunConfig, new: RunConfig) -> None:
         )
 
 
+def _check_resume_threads(saved: RunConfig, new: RunConfig) -> None:
+    had, asked = saved.train.threads, new.train.threads
+    if had is not None and asked is not None and had != asked:
+        raise ConfigError(
+            f"'train.threads': the run was trained with {had} thread(s), got {asked}; CPU results depend "
+            f"on the thread count, so a resumed run is bit-identical to an uninterrupted one only with "
+            f"the same count: leave train.threads out to use the run's {had}, or start a new run"
+        )
+
+
 def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool) -> RunConfig:
+    """Check and prepare ``run_dir``; returns the config the run uses.
+
+    A new run records its thread count: ``train.threads`` left unset is resolved to the torch
+    default of this machine (CPU results depend on it). ``resume=True`` continues the saved
+    config (only ``train.progress``, ``out_dir`` and ``eval`` may differ); a different explicit
+    ``train.threads`` is refused (:class:`ConfigError`), an unset one takes the run's.
+    """
     saved_path = run_dir / "config.yaml"
-    if resume:
-        if saved_path.is_file():
-            saved = load_config(saved_path)
-            _check_resume_config(saved, cfg)
-            cfg = load_config(
-                saved_path,
-                {
-                    "train.progress": cfg.train.progress,
-                    "train.threads": cfg.train.threads,
-                    "out_dir": cfg.out_dir,
-                },
-            )
-        return cfg
-    if run_dir.exists() and any(run_dir.iterdir()):
+    if run_dir.exists() and not run_dir.is_dir():
+        raise NotADirectoryError(20, "Not a directory (the output folder is a file)", str(run_dir))
+    if resume and saved_path.is_file():
+        saved = load_config(saved_path)
+        _check_resume_config(saved, cfg)
+        _check_resume_threads(saved, cfg)
+        threads = saved.train.threads if saved.train.threads is not None else cfg.train.threads
+        return _with_threads(
+            load_config(saved_path, {"train.progress": cfg.train.progress, "out_dir": cfg.out_dir}), threads
+        )
+    if not resume and run_dir.exists() and any(run_dir.iterdir()):
         if not force:
             raise RunExists(
                 f"run folder '{run_dir}' already holds a run; pass --resume to continue it, "
                 f"--force to overwrite it, or --out DIR for another folder"
             )
         shutil.rmtree(run_dir)
-    return cfg
+    return _with_threads(cfg, cfg.train.threads)
+
+
+def _with_threads(cfg: RunConfig, threads: int | None) -> RunConfig:
+    resolved = threads if threads is not None else torch.get_num_threads()
+    return cfg if cfg.train.threads == resolved else with_overrides(cfg, {"train.threads": resolved})
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:

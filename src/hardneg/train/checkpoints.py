@@ -1,0 +1,154 @@
+"""Checkpoints that survive a kill or a full disk, and choosing the newest intact one.
+
+Lightning's own atomic save writes the checkpoint to a temporary file in ``$TMPDIR`` and moves
+it over the target; when the run folder is on another filesystem the move is a copy, so a kill
+during the copy or a full disk truncates the previous good file in place. Here every checkpoint
+is written by :func:`hardneg._io.atomic_open` instead: a temporary file *in the checkpoint
+folder*, fsync'ed, then renamed over the target. A checkpoint file is therefore always either
+the previous complete file or the new complete file.
+
+What a SIGKILL can still leave is a hidden ``.<name>.ckpt.<random>.tmp`` file in
+``checkpoints/`` (a process cannot clean up after SIGKILL); the next ``--resume``, ``train`` or
+``evaluate`` of that run removes it and says so.
+
+On ``--resume`` and ``evaluate`` the run's checkpoints are read and the newest intact one (the
+largest global step; ``last.ckpt`` on ties) is used; a damaged file is reported and skipped.
+``interrupted.ckpt`` (saved mid-epoch on Ctrl-C or an exception) is for inspection and
+``evaluate --checkpoint``; resuming always restarts at an epoch boundary, which is what makes a
+resumed run bit-identical to an uninterrupted one on CPU.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.fabric.utilities.types import _PATH
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+from hardneg._io import atomic_open, remove_partial_files
+
+__all__ = [
+    "AtomicCheckpointIO",
+    "CheckpointError",
+    "checkpoint_files",
+    "newest_intact_checkpoint",
+    "read_checkpoint",
+    "remove_partial_checkpoints",
+]
+
+_EPOCH_FILE = re.compile(r"^epoch(\d+)(?:-v(\d+))?\.ckpt$")
+
+
+class CheckpointError(ValueError):
+    """A file that is not a readable hardneg checkpoint."""
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning's ``TorchCheckpointIO`` with the save of :func:`hardneg._io.atomic_open`."""
+
+    def save_checkpoint(
+        self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any | None = None
+    ) -> None:
+        if storage_options is not None:
+            raise TypeError(
+                f"storage_options is not supported by {type(self).__name__}, got {storage_options!r}"
+            )
+        buffer = io.BytesIO()  # serialise first: torch's zip writer hides a write's OSError (full disk)
+        torch.save(checkpoint, buffer)
+        with atomic_open(path) as handle:
+            handle.write(buffer.getbuffer())
+
+
+def _reason(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, EOFError) and "Ran out of input" in text:
+        text = "the file is empty or truncated"
+    elif isinstance(err, OSError) or "zip archive" in text or "central directory" in text:
+        text = f"the file is truncated or corrupted: {text}"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load a checkpoint on the CPU, or raise :class:`CheckpointError` saying why it cannot be.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        CheckpointError: ``<path> is not a readable hardneg checkpoint (<reason>)`` for an empty,
+            truncated or corrupted file, or a file that is not a Lightning checkpoint.
+    """
+    file = Path(path)
+    if not file.exists():
+        raise FileNotFoundError(f"checkpoint not found: '{file}'")
+    if not file.is_file():
+        raise CheckpointError(f"{file} is not a readable hardneg checkpoint (not a regular file)")
+    with file.open("rb") as handle:
+        head = handle.read(4)
+    if not head:
+        raise CheckpointError(f"{file} is not a readable hardneg checkpoint (the file is empty)")
+    if head != b"PK\x03\x04":  # torch.save writes a zip archive
+        raise CheckpointError(f"{file} is not a readable hardneg checkpoint (not a torch.save zip archive)")
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=False)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as err:  # torch.load raises many kinds (EOFError, RuntimeError, UnpicklingError, ...)
+        raise CheckpointError(f"{file} is not a readable hardneg checkpoint ({_reason(err)})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("state_dict"), dict):
+        raise CheckpointError(f"{file} is not a readable hardneg checkpoint (it holds no 'state_dict')")
+    return state
+
+
+def checkpoint_files(folder: str | Path) -> list[Path]:
+    """The resumable checkpoints of a ``checkpoints/`` folder: ``last.ckpt`` and ``epochNNN*.ckpt``."""
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.name == "last.ckpt" or _EPOCH_FILE.match(p.name)]
+    return sorted(found, key=lambda p: (p.name != "last.ckpt", p.name))
+
+
+def newest_intact_checkpoint(
+    folder: str | Path, *, report: Callable[[str], None] | None = None
+) -> tuple[Path, dict[str, Any]] | None:
+    """The intact checkpoint with the largest global step (``last.ckpt`` first on ties), and its state.
+
+    Damaged files are skipped with a message to ``report`` (default: standard error); when the
+    chosen file is not ``last.ckpt`` the message says which one is used. ``None`` when there is
+    no intact checkpoint.
+    """
+    say = report if report is not None else (lambda msg: print(msg, file=sys.stderr))
+    best: tuple[Path, dict[str, Any]] | None = None
+    best_step = -1
+    damaged: list[str] = []
+    for path in checkpoint_files(folder):
+        try:
+            state = read_checkpoint(path)
+        except (CheckpointError, FileNotFoundError) as err:
+            damaged.append(str(err))
+            continue
+        step = int(state.get("global_step", 0))
+        if step > best_step:
+            best, best_step = (path, state), step
+    for line in damaged:
+        say(f"warning: {line}; skipped")
+    if best is not None and damaged:
+        say(f"notice: using {best[0]} (epoch {best[1].get('epoch')}, step {best_step})")
+    return best
+
+
+def remove_partial_checkpoints(
+    folder: str | Path, *, report: Callable[[str], None] | None = None
+) -> list[Path]:
+    """Remove the temporary files a SIGKILL during a checkpoint save left in ``folder``."""
+    removed = remove_partial_files(folder)
+    if removed:
+        say = report if report is not None else (lambda msg: print(msg, file=sys.stderr))
+        say(f"notice: removed {len(removed)} partial checkpoint file(s) left by an interrupted save "
+            f"in '{folder}'")
+    return removed

@@ -1,0 +1,106 @@
+"""Every failure a user can cause ends with one ``error:`` line naming the path or key, exit code 2.
+
+In-process through typer's runner (fast); the subprocess tests of kill -9 and full disks are in
+``tests/train/test_checkpoints.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from hardneg.cli import app
+
+from ..train.helpers import tiny
+
+QUICK = tiny("eval.figures=false", "eval.linear=false", "eval.knn=false", "eval.mean_classifier=false")
+
+
+def _invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, list(args))
+
+
+def _one_error(result) -> str:  # type: ignore[no-untyped-def]
+    """The single ``error:`` line of a failed command (and no traceback)."""
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr, result.exception)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_out_naming_a_regular_file(tmp_path: Path) -> None:
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    line = _one_error(_invoke("train", "digits", *QUICK, "--out", str(target)))
+    assert line == f"error: Not a directory (the output folder is a file): '{target}'"
+
+
+def test_out_under_a_regular_file(tmp_path: Path) -> None:
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    line = _one_error(_invoke("train", "digits", *QUICK, "--out", str(target / "run")))
+    assert line.startswith("error: Not a directory: ") and str(target) in line
+
+
+def test_a_read_only_filesystem(small_filesystem) -> None:  # type: ignore[no-untyped-def]
+    run = small_filesystem("1m", read_only=True) / "run"
+    line = _one_error(_invoke("train", "digits", *QUICK, "--out", str(run)))
+    assert line.startswith("error: Read-only file system: ") and str(run) in line
+
+
+def test_a_non_utf8_config(tmp_path: Path) -> None:
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    line = _one_error(_invoke("train", str(config)))
+    assert f"'{config}' is not UTF-8 text" in line
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("train.epochs=" + "9" * 400, r"'train.epochs': must be <= 10000000"),
+        ("seed=4294967296", r"'seed': must be <= 4294967295, got 4294967296"),
+        ("train.lr=1e-3x", r"'train.lr'"),
+    ],
+)
+def test_out_of_range_values_name_the_key(tmp_path: Path, override: str, expected: str) -> None:
+    line = _one_error(_invoke("train", "digits", override, "--out", str(tmp_path / "r")))
+    assert re.search(expected, line), line
+    assert len(line) < 400
+
+
+def test_compare_with_no_seeds(tmp_path: Path) -> None:
+    line = _one_error(_invoke("compare", "digits_compare", "compare.seeds=[]", "--out", str(tmp_path / "c")))
+    assert "'compare.seeds': must not be empty" in line
+
+
+def test_evaluating_a_checkpoint_of_another_model(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    first = _invoke("train", "digits", *QUICK, "--out", str(run), "-q")
+    assert first.exit_code == 0, first.stderr
+    foreign = tmp_path / "other.ckpt"
+    torch.save({"state_dict": {"layer.weight": torch.zeros(3)}}, foreign)
+    line = _one_error(_invoke("evaluate", str(run), "--checkpoint", str(foreign)))
+    assert line.startswith(f"error: {foreign} is not a readable hardneg checkpoint of this run")
+    missing = tmp_path / "missing.ckpt"
+    assert _one_error(_invoke("evaluate", str(run), "--checkpoint", str(missing))) == (
+        f"error: checkpoint not found: '{missing}'"
+    )
+
+
+def test_the_interruption_message_names_only_files_that_exist(tmp_path: Path) -> None:
+    from hardneg.cli import _interrupted_message
+
+    run = tmp_path / "run"
+    assert "before the first checkpoint" in _interrupted_message("digits", run)
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"x")
+    message = _interrupted_message("digits", run)  # e.g. Ctrl-C during the final evaluation
+    assert "last.ckpt = the last finished epoch" in message and "interrupted.ckpt" not in message
+    assert f"--resume --out {run}" in message
+    (run / "checkpoints" / "interrupted.ckpt").write_bytes(b"x")
+    assert "interrupted.ckpt = the moment of interruption" in _interrupted_message("digits", run)
