@@ -3,12 +3,16 @@ distribution, objective and layout — including tile sizes that do not divide t
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from hardneg import ContrastiveLoss, negatives, objectives
+from hardneg._ramp import Ramp
 from hardneg.queue import MemoryQueue
 from hardneg.tiled import TileMask, tiled_lse
+from hardneg.tiled.rowmean import tiled_row_mean
 from tests.reference.data import views
 
 DISTRIBUTIONS = {
@@ -22,6 +26,9 @@ OBJECTIVES = {
     "debiased": lambda: objectives.Debiased(0.1),
     "logistic": lambda: objectives.Logistic(base=2.0),
     "mpair": lambda: objectives.LogisticMPair(q=2.0),
+    "hinge_mean": lambda: objectives.Hinge(margin=0.5, aggregate="mean"),
+    "triplet": lambda: objectives.Triplet(margin=0.3),
+    "triplet_mean_difference": lambda: objectives.Triplet(margin=2.0, aggregate="mean_difference"),
 }
 
 
@@ -64,6 +71,50 @@ def test_simclr_layout_equals_materialised(dist: str, obj: str, k: int | None, c
     _close(out_a, out_b, ga, gb, rtol=1e-10)
     for key in ("num_negatives", "ess", "ess_fraction", "pos_cosine"):
         assert out_b.diagnostics[key] == pytest.approx(out_a.diagnostics[key], rel=1e-9)
+
+
+@pytest.mark.parametrize(("k", "collision_free"), [(None, False), (5, False), (None, True), (6, True)])
+def test_hinge_max_equals_materialised(k: int | None, collision_free: bool) -> None:
+    """Arora et al.'s k-way hinge: the worst negative found tile by tile, its gradient through it."""
+    z1, z2 = views(b=23, d=6)
+    labels = torch.arange(23) % 4
+    kw = dict(temperature=0.2, objective=objectives.Hinge(margin=2.0), reduction="none", num_negatives=k,
+              collision_free=collision_free)
+    mat, til = ContrastiveLoss(**kw), ContrastiveLoss(memory_budget=0, tile_size=10, **kw)
+
+    def call(loss: ContrastiveLoss, xs: list[torch.Tensor]):  # type: ignore[no-untyped-def]
+        return loss.detailed(xs[0], xs[1], labels=labels, generator=torch.Generator().manual_seed(3))
+
+    out_a, out_b, ga, gb = _pair(mat, til, call, [z1, z2])
+    # both sides of the kink occur
+    assert bool((out_a.per_anchor > 0).any()) and bool((out_a.per_anchor == 0).any())
+    _close(out_a, out_b, ga, gb, rtol=1e-10)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.8])
+@pytest.mark.parametrize("ramp", [Ramp(scale=1.0, offset=0.4), Ramp(scale=2.0, offset=0.1),
+                                  Ramp(scale=1.0, offset=0.0, clip=False)])
+def test_tiled_row_mean_against_a_float64_rederivation_and_gradcheck(beta: float, ramp: Ramp) -> None:
+    """``M_i = Σ_j p_ij h(s_ij − s⁺_i)``, ``p ∝ e^{β s}`` over valid j, written out with loops."""
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(6, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    c = torch.randn(9, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    pos = torch.randn(6, generator=g, dtype=torch.float64, requires_grad=True)
+    explicit = torch.rand(6, 9, generator=g) > 0.3
+    explicit[:, 0] = True
+    rule = TileMask(num_anchors=6, num_candidates=9, excluded=torch.full((6, 1), -1), explicit=explicit)
+    got = tiled_row_mean(a, c, pos, beta=beta, ramp=ramp, rule=rule, tile=4)
+    for i in range(6):
+        js = [j for j in range(9) if explicit[i, j]]
+        s = [float(a[i].detach() @ c[j].detach()) for j in js]
+        w = [math.exp(beta * (x - max(s))) for x in s]
+        h = [max(0.0, ramp.scale * (x - float(pos[i].detach())) + ramp.offset) if ramp.clip
+             else ramp.scale * (x - float(pos[i].detach())) + ramp.offset for x in s]
+        expected = sum(wi * hi for wi, hi in zip(w, h)) / sum(w)
+        assert float(got[i].detach()) == pytest.approx(expected, rel=1e-12)
+    assert torch.autograd.gradcheck(
+        lambda a, c, p: tiled_row_mean(a, c, p, beta=beta, ramp=ramp, rule=rule, tile=4), (a, c, pos)
+    )
 
 
 @pytest.mark.parametrize("normalize", [True, False])
@@ -113,8 +164,11 @@ def test_unsupported_combinations_name_what_to_change() -> None:
         ValueError, match=r"tiled engine .* supports Uniform and Hard .*OptimalTransport.*memory_budget"
     ):
         ContrastiveLoss(memory_budget=0, negatives=negatives.OptimalTransport(epsilon=0.5))(z1, z2)
-    with pytest.raises(ValueError, match=r"row-wise .*Hinge.*Raise memory_budget"):
-        ContrastiveLoss(memory_budget=0, objective=objectives.Hinge())(z1, z2)
+    with pytest.raises(ValueError, match=r"row-wise .*Hinge.*JensenShannon.*Raise memory_budget"):
+        ContrastiveLoss(memory_budget=0, objective=objectives.JensenShannon())(z1, z2)
+    with pytest.raises(ValueError, match=r"Hinge\(aggregate='max'\) .* cannot use importance weights"):
+        hard = negatives.Hard(beta=1.0)
+        ContrastiveLoss(memory_budget=0, negatives=hard, objective=objectives.Hinge())(z1, z2)
     with pytest.raises(ValueError, match=r"memory_budget must be an int >= 0"):
         ContrastiveLoss(memory_budget=-1)
     with pytest.raises(ValueError, match=r"num_negatives must be <= .* min_i N_i = 10"):

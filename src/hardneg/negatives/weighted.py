@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from hardneg._lse import masked_logsumexp
+from hardneg._ramp import Ramp
 from hardneg.scores import Scores
 
 __all__ = ["WeightedScores"]
@@ -42,9 +43,11 @@ class WeightedScores:
         info: per-call facts of the distribution for the diagnostics (e.g. Sinkhorn's
             iterations and marginal error); plain floats.
         source: a description of the distribution that made it (for error messages).
+        mean_of, max_logit: how an engine that never forms the (A, N) logits computes
+            :meth:`mean_of` and :meth:`max_logit` (the tiled engine); ``None``: from the logits.
     """
 
-    __slots__ = ("_log_weights", "_lws", "info", "scores", "source", "uniform")
+    __slots__ = ("_log_weights", "_lws", "_max_logit", "_mean_of", "info", "scores", "source", "uniform")
 
     def __init__(
         self,
@@ -54,6 +57,8 @@ class WeightedScores:
         log_weighted_sum: _Lazy = None,
         info: dict[str, float] | None = None,
         source: str = "",
+        mean_of: Callable[[Ramp], Tensor] | None = None,
+        max_logit: Callable[[], Tensor] | None = None,
     ) -> None:
         self.scores = scores
         self.uniform = log_weights is None
@@ -61,6 +66,8 @@ class WeightedScores:
         self._lws: _Lazy = log_weighted_sum
         self.info: dict[str, float] = dict(info or {})
         self.source = source
+        self._mean_of = mean_of
+        self._max_logit = max_logit
 
     @property
     def log_weights(self) -> Tensor | None:
@@ -107,6 +114,22 @@ class WeightedScores:
     def weighted_mean(self, values: Tensor) -> Tensor:
         """``Σ_j q_ij values_ij`` over valid negatives (A,); invalid entries contribute exactly 0."""
         return (self.probabilities() * values.masked_fill(~self.scores.mask, 0.0)).sum(dim=1)
+
+    def mean_of(self, ramp: Ramp) -> Tensor:
+        """``Σ_j q_ij h(s_ij − s⁺_i)`` per anchor (A,), ``h`` the ramp: the hinge/triplet family's
+        expected loss over ``x⁻ ∼ q`` (Jiang et al., arXiv:2111.03169, §IV)."""
+        if self._mean_of is not None:
+            return self._mean_of(ramp)
+        s = self.scores
+        return self.weighted_mean(ramp.value(s.logits - s.positive[:, None]))
+
+    def max_logit(self) -> Tensor:
+        """``max_{j valid} s_ij`` per anchor (A,): the worst negative of Arora et al.'s k-way hinge
+        (ICML 2019, Def. 2.3)."""
+        if self._max_logit is not None:
+            return self._max_logit()
+        s = self.scores
+        return s.logits.masked_fill(~s.mask, float("-inf")).amax(dim=1)
 
     def __repr__(self) -> str:
         a, n = self.scores.logits.shape

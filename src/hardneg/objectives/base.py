@@ -29,8 +29,9 @@ class Objective(nn.Module):
     """Base class: ``objective(weighted) -> per-anchor loss (A,)``; ``diagnostics(weighted)`` to log.
 
     ``row_reducible = True`` declares that the objective reads only ``scores.positive``,
-    ``scores.num_valid()``, ``scores.temperature`` and ``weighted.log_weighted_sum`` — never the
-    (A, N) logits or weights — so the tiled engine (:mod:`hardneg.tiled`) can compute it.
+    ``scores.num_valid()``, ``scores.temperature``, ``weighted.log_weighted_sum``,
+    ``weighted.mean_of(ramp)`` and ``weighted.max_logit()`` — never the (A, N) logits or
+    weights — so the tiled engine (:mod:`hardneg.tiled`) can compute it.
     """
 
     row_reducible = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from hardneg._ramp import Ramp
 from hardneg._validation import check_positive
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
@@ -44,6 +45,8 @@ class Hinge(Objective):
         aggregate: ``"max"`` or ``"mean"``.
     """
 
+    row_reducible = True  # reads only s⁺_i, max_j s_ij and E_q[h(s − s⁺)]: the tiled engine computes them
+
     def __init__(self, *, margin: float = 1.0, aggregate: str = "max"):
         super().__init__()
         self.margin = check_positive("margin", margin, strict=False)
@@ -52,8 +55,6 @@ class Hinge(Objective):
         self.aggregate = aggregate
 
     def forward(self, weighted: WeightedScores) -> Tensor:
-        scores = weighted.scores
-        v = scores.positive[:, None] - scores.logits
         if self.aggregate == "max":
             if not weighted.uniform:
                 raise ValueError(
@@ -61,8 +62,8 @@ class Hinge(Objective):
                     f"weights; got negatives={weighted.source or 'a distribution'} with non-uniform weights "
                     "(use aggregate='mean', or Uniform/Subsample/CollisionFree negatives)"
                 )
-            return hinge_max(v, scores.mask, margin=self.margin)
-        return weighted.weighted_mean(torch.clamp_min(self.margin - v, 0.0))
+            return torch.clamp_min(self.margin + weighted.max_logit() - weighted.scores.positive, 0.0)
+        return weighted.mean_of(Ramp(scale=1.0, offset=self.margin))
 
     def _config(self) -> dict[str, object]:
         return {"margin": self.margin, "aggregate": self.aggregate}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from hardneg._ramp import Ramp
 from hardneg._validation import check_positive
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
@@ -32,6 +33,8 @@ class Triplet(Objective):
         aggregate: ``"mean"`` or ``"mean_difference"``.
     """
 
+    row_reducible = True  # reads only s⁺_i and E_q[h(s − s⁺)]: the tiled engine computes them
+
     def __init__(self, *, margin: float = 1.0, aggregate: str = "mean"):
         super().__init__()
         self.margin = check_positive("margin", margin, strict=False)
@@ -40,11 +43,10 @@ class Triplet(Objective):
         self.aggregate = aggregate
 
     def forward(self, weighted: WeightedScores) -> Tensor:
-        scores = weighted.scores
-        v = scores.logits - scores.positive[:, None]
         if self.aggregate == "mean":
-            return weighted.weighted_mean(torch.clamp_min(2.0 * v + self.margin, 0.0))
-        return torch.clamp_min(2.0 * weighted.weighted_mean(v) + self.margin, 0.0)
+            return weighted.mean_of(Ramp(scale=2.0, offset=self.margin))
+        mean_v = weighted.mean_of(Ramp(scale=1.0, offset=0.0, clip=False))
+        return torch.clamp_min(2.0 * mean_v + self.margin, 0.0)
 
     def _config(self) -> dict[str, object]:
         return {"margin": self.margin, "aggregate": self.aggregate}

@@ -4,12 +4,14 @@ Supported: negative distributions :class:`~hardneg.negatives.Uniform` and
 :class:`~hardneg.negatives.Hard` (any β; not ``rescale``/``detach_weights``), wrapped in any
 :class:`~hardneg.negatives.CollisionFree` / :class:`~hardneg.negatives.Subsample`; objectives
 that read only per-anchor statistics (``Objective.row_reducible``: InfoNCE, Debiased, Logistic,
-LogisticMPair); every layout (SimCLR's 2B views, explicit candidates, a memory queue, candidates
-gathered across processes). For these the loss needs, per anchor, only ``s⁺_i``, ``N_i`` and
+LogisticMPair, Hinge, Triplet); every layout (SimCLR's 2B views, explicit candidates, a memory
+queue, candidates gathered across processes). For these the loss needs, per anchor, only ``s⁺_i``, ``N_i`` and
 
     log Σ_j w_ij e^{s_ij} = L_{1+β,i} − L_{β,i} + log N_i     (hard; uniform: L_{1,i}),
 
-which :func:`~hardneg.tiled.lse.tiled_lse` streams. Values and gradients equal the materialised
+which :func:`~hardneg.tiled.lse.tiled_lse` streams; the hinge/triplet family reads instead the
+per-anchor mean ``Σ_j q_ij h(s_ij − s⁺_i)`` or the largest negative logit, which
+:mod:`hardneg.tiled.rowmean` streams. Values and gradients equal the materialised
 engine's up to float round-off (tested to 1e-6 relative in float32, tighter in float64).
 Anything else raises ``ValueError`` naming what is unsupported and the memory budget to raise.
 """
@@ -33,6 +35,7 @@ from hardneg.reduction import LossOutput, reduce
 from hardneg.scores import Scores
 from hardneg.tiled.lse import tiled_lse
 from hardneg.tiled.mask import TileMask
+from hardneg.tiled.rowmean import tiled_row_argmax, tiled_row_mean
 
 __all__ = ["check_tileable", "tiled_loss"]
 
@@ -56,18 +59,20 @@ def check_tileable(negatives: NegativeDistribution, objective: Objective, *, bud
     """Raise ``ValueError`` unless the tiled engine computes this distribution and objective."""
     base, _, _ = _unwrap(negatives)
     ok = isinstance(base, Uniform) or (
-        isinstance(base, Hard) and not base.rescale and not base.detach_weights
+        isinstance(base, Hard) and not base.rescale and not base.detach_weights and base.target_ess is None
     )
     if not ok:
         raise ValueError(
             f"the tiled engine (batches beyond memory_budget{budget}) supports Uniform and Hard negatives "
-            f"(without rescale/detach_weights), optionally wrapped in CollisionFree/Subsample; got "
+            "(without rescale/detach_weights/target_ess), optionally wrapped in CollisionFree/Subsample; "
+            "got "
             f"negatives={negatives!r}. Raise memory_budget to materialise the score matrix"
         )
     if not getattr(objective, "row_reducible", False):
         raise ValueError(
             f"the tiled engine (batches beyond memory_budget{budget}) supports objectives that reduce "
-            f"row-wise (InfoNCE, Debiased, Logistic, LogisticMPair); got objective={objective!r}. "
+            "row-wise (InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet); "
+            f"got objective={objective!r}. "
             "Raise memory_budget to materialise the score matrix"
         )
 
@@ -141,7 +146,14 @@ def tiled_loss(
         valid_counts=counts.to(torch.int32),
     )
     weighted = WeightedScores(
-        scores, log_weights=None if beta == 0 else _no_weights, log_weighted_sum=lws, source=repr(negatives)
+        scores,
+        log_weights=None if beta == 0 else _no_weights,
+        log_weighted_sum=lws,
+        source=repr(negatives),
+        mean_of=lambda ramp: tiled_row_mean(
+            at, candidates, positive, beta=beta, ramp=ramp, rule=rule, tile=tile
+        ),
+        max_logit=lambda: (at * candidates[tiled_row_argmax(at, candidates, rule, tile=tile)]).sum(dim=1),
     )
     per_anchor = objective(weighted)
     diag: dict[str, float] = {}
