@@ -38,3 +38,34 @@ def test_subsample_with_a_seed_is_a_function_of_the_seed() -> None:
 def test_too_many_candidates_is_refused() -> None:
     with pytest.raises(ValueError, match=r"candidate indices < 16777216"):
         counter_keys(0, torch.arange(2), torch.tensor([MAX_CANDIDATES]))
+
+
+_MASK = (1 << 64) - 1
+
+
+def _splitmix_key(seed: int, i: int, j: int) -> int:
+    """splitmix64 (Steele, Lea, Flood, OOPSLA 2014) on Python ints, unsigned 64-bit arithmetic."""
+
+    def mix(z: int) -> int:
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return z ^ (z >> 31)
+
+    golden = 0x9E3779B97F4A7C15
+    base = mix((seed * golden + 1) & _MASK)
+    row = mix((i * 0x632BE59BD9B4E019 + base) & _MASK)
+    z = mix(row ^ ((j * golden) & _MASK))
+    return ((z >> 25) << 24) | j
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(41, 5000), (2, 140_000), (300, 1)])
+def test_keys_equal_unsigned_splitmix64_across_chunk_boundaries(rows: int, cols: int) -> None:
+    """Entries on both sides of every internal chunk boundary equal the plain-integer formula."""
+    seed = (1 << 62) - 7
+    keys = counter_keys(seed, torch.arange(rows), torch.arange(cols))
+    g = torch.Generator().manual_seed(0)
+    ii = torch.randint(rows, (200,), generator=g).tolist()
+    jj = torch.randint(cols, (200,), generator=g).tolist()
+    picks = [(0, 0), (rows - 1, cols - 1), *zip(ii, jj)]
+    for i, j in picks:
+        assert int(keys[i, j]) == _splitmix_key(seed, i, j), (i, j)
