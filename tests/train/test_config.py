@@ -60,7 +60,13 @@ def test_file_then_overrides_later_wins(tmp_path):
 
 def test_component_sections_fill_defaults_and_switch_cleanly():
     cfg = load_config(None, ["loss.negatives.name=hard", "loss.negatives.beta=1"])
-    assert cfg.loss.negatives == {"name": "hard", "beta": 1.0, "detach_weights": False, "rescale": False}
+    assert cfg.loss.negatives == {
+        "name": "hard",
+        "beta": 1.0,
+        "detach_weights": False,
+        "rescale": False,
+        "target_ess": None,
+    }
     assert isinstance(cfg.loss.negatives["beta"], float)
     # switching the name starts the section afresh: no beta left over for OT
     ot = with_overrides(cfg, {"loss.negatives.name": "ot"})

@@ -9,7 +9,14 @@ compose with any distribution through ``base=``.
 """
 
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
-from hardneg.negatives.hard import Hard, hard_log_weighted_sum, hard_log_weights, rescaled_logits
+from hardneg.negatives.hard import (
+    Hard,
+    beta_for_ess,
+    ess_fraction,
+    hard_log_weighted_sum,
+    hard_log_weights,
+    rescaled_logits,
+)
 from hardneg.negatives.oracle import CollisionFree, collision_free_mask
 from hardneg.negatives.ot import OptimalTransport, ground_cost, ot_log_kernel, ot_log_weights
 from hardneg.negatives.sinkhorn import SinkhornResult, sinkhorn_log
@@ -28,7 +35,9 @@ __all__ = [
     "Subsample",
     "Uniform",
     "WeightedScores",
+    "beta_for_ess",
     "collision_free_mask",
+    "ess_fraction",
     "ground_cost",
     "hard_log_weighted_sum",
     "hard_log_weights",

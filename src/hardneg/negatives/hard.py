@@ -11,7 +11,14 @@ from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores
 
-__all__ = ["Hard", "hard_log_weighted_sum", "hard_log_weights", "rescaled_logits"]
+__all__ = [
+    "Hard",
+    "beta_for_ess",
+    "ess_fraction",
+    "hard_log_weighted_sum",
+    "hard_log_weights",
+    "rescaled_logits",
+]
 
 
 def rescaled_logits(logits: Tensor, mask: Tensor) -> Tensor:
@@ -55,6 +62,65 @@ def hard_log_weighted_sum(logits: Tensor, mask: Tensor, *, beta: float, num_vali
     return masked_tilted_lse(logits, mask, 1.0 + beta, beta) + num_valid.log()
 
 
+def ess_fraction(logits: Tensor, mask: Tensor, *, beta: float) -> Tensor:
+    r"""Kish's effective sample size of the hard weights over each row's N_i valid entries, as a fraction:
+
+        ESS_i / N_i = (Σ_j w_ij)² / (N_i Σ_j w_ij²) = exp(2 lse_j(β s_ij) − lse_j(2β s_ij) − log N_i),
+
+    1 for uniform weights (β = 0) and down to 1/N_i when one negative takes all the weight.
+    Log domain throughout. Shapes: (A, N), (A, N) bool → (A,); rows without valid entries: NaN.
+    """
+    n = mask.sum(dim=1).to(logits.dtype)
+    if beta == 0.0:
+        return torch.where(n > 0, torch.ones_like(n), float("nan"))
+    lse1 = masked_logsumexp(beta * logits, mask)
+    lse2 = masked_logsumexp(2.0 * beta * logits, mask)
+    return torch.exp(2.0 * lse1 - lse2 - n.log())
+
+
+def beta_for_ess(
+    logits: Tensor, mask: Tensor, *, target: float, start: float = 1.0, rtol: float = 1e-3
+) -> float:
+    r"""The β ≥ 0 whose weights have mean ESS fraction ``target`` over the batch's anchors.
+
+    ``mean_i ESS_i(β)/N_i`` (:func:`ess_fraction`) falls monotonically from 1 at β = 0, since
+    ``d/dβ log ESS_i = 2 (E_β[s] − E_{2β}[s]) ≤ 0`` (tilting raises the mean): bracket by doubling
+    or halving from ``start`` (e.g. the previous batch's β), then bisect until the bracket is
+    within ``rtol`` relative. No gradient flows through the choice (the logits are detached).
+    Returns ``BETA_MAX`` when even that β keeps the ESS above the target (ties at the maximum).
+
+    Shapes: ``logits`` (A, N), ``mask`` (A, N) bool.
+    """
+    from hardneg._validation import BETA_MAX
+
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"target_ess must lie in (0, 1], got {target!r}")
+    with torch.no_grad():
+        s = logits.detach().to(torch.float64)
+        rows = mask.any(dim=1)
+        s, m = s[rows], mask[rows]
+
+        def f(beta: float) -> float:
+            return float(ess_fraction(s, m, beta=beta).mean())
+
+        if target >= 1.0 or s.shape[0] == 0:
+            return 0.0
+        lo, hi = 0.0, max(float(start), 1e-6)
+        if f(hi) > target:  # hi too small: double
+            while f(hi) > target:
+                lo, hi = hi, 2.0 * hi
+                if hi > BETA_MAX:
+                    return float(BETA_MAX)
+        else:  # hi large enough: halve to tighten lo
+            while hi > 1e-6 and f(hi / 2.0) <= target:
+                hi /= 2.0
+            lo = hi / 2.0 if hi > 1e-6 else 0.0
+        while hi - lo > rtol * hi:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if f(mid) > target else (lo, mid)
+        return 0.5 * (lo + hi)
+
+
 class Hard(NegativeDistribution):
     r"""Hard negatives of Robinson et al. (ICLR 2021) as in-batch importance weights.
 
@@ -73,13 +139,27 @@ class Hard(NegativeDistribution):
             :func:`rescaled_logits`), ``ℓ_ij ∝ +β r_ij``. **Sign:** we follow the figure, whose
             positive sign up-weights closer negatives; the authors' graph code applies the
             opposite sign, which up-weights the *farthest* negatives and contradicts the method.
+        target_ess: beyond the paper: choose β for every batch so that the weights' mean
+            effective-sample-size fraction (:func:`ess_fraction`) equals this value in (0, 1]
+            (:func:`beta_for_ess`, warm-started from the previous β, which ``beta`` holds and the
+            diagnostics report as ``beta``). ``None``: the fixed ``beta``.
     """
 
-    def __init__(self, beta: float = 1.0, *, detach_weights: bool = False, rescale: bool = False):
+    def __init__(
+        self,
+        beta: float = 1.0,
+        *,
+        detach_weights: bool = False,
+        rescale: bool = False,
+        target_ess: float | None = None,
+    ):
         super().__init__()
         self.beta = beta
         self.detach_weights = bool(detach_weights)
         self.rescale = bool(rescale)
+        if target_ess is not None and not (isinstance(target_ess, (int, float)) and 0.0 < target_ess <= 1.0):
+            raise ValueError(f"target_ess must lie in (0, 1] or be None, got {target_ess!r}")
+        self.target_ess = None if target_ess is None else float(target_ess)
 
     @property
     def beta(self) -> float:
@@ -96,8 +176,13 @@ class Hard(NegativeDistribution):
         return ell.detach() if self.detach_weights else ell
 
     def weigh(self, scores: Scores) -> WeightedScores:
+        info: dict[str, float] = {}
+        if self.target_ess is not None:
+            s = rescaled_logits(scores.logits, scores.mask) if self.rescale else scores.logits
+            self.beta = beta_for_ess(s, scores.mask, target=self.target_ess, start=self.beta or 1.0)
+            info["beta"] = self.beta
         if self.beta < torch.finfo(scores.logits.dtype).tiny:
-            return WeightedScores(scores)
+            return WeightedScores(scores, info=info)
         beta = self.beta
         closed = None
         if not (self.detach_weights or self.rescale):
@@ -108,8 +193,15 @@ class Hard(NegativeDistribution):
                 )
 
         return WeightedScores(
-            scores, log_weights=lambda: self._checked_log_weights(scores), log_weighted_sum=closed
+            scores, log_weights=lambda: self._checked_log_weights(scores), log_weighted_sum=closed, info=info
         )
 
     def _config(self) -> dict[str, object]:
-        return {"beta": self.beta, "detach_weights": self.detach_weights, "rescale": self.rescale}
+        config: dict[str, object] = {
+            "beta": self.beta,
+            "detach_weights": self.detach_weights,
+            "rescale": self.rescale,
+        }
+        if self.target_ess is not None:
+            config["target_ess"] = self.target_ess
+        return config

@@ -54,6 +54,10 @@ def build_encoder(cfg: RunConfig, modality: Modality, train: Any) -> Any:
             f"one of {sorted(modality.encoders)}, got {m.encoder!r}"
         )
     kwargs: dict[str, Any] = dict(modality.encoder_kwargs(cfg, train))
+    if m.stem_stride is not None and m.encoder != "small_cnn":
+        raise ConfigError(
+            f"invalid value for 'model.stem_stride': only used by small_cnn, got encoder {m.encoder!r}"
+        )
     if m.encoder == "mlp":
         if m.width is not None:
             kwargs["hidden_dims"] = (m.width,)
@@ -64,6 +68,8 @@ def build_encoder(cfg: RunConfig, modality: Modality, train: Any) -> Any:
             kwargs["width"] = m.width
         if m.feature_dim is not None:
             kwargs["feature_dim"] = m.feature_dim
+        if m.stem_stride is not None:
+            kwargs["stem_stride"] = m.stem_stride
     elif m.width is not None or m.feature_dim is not None:
         raise ConfigError(
             "invalid value for 'model.width'/'model.feature_dim': only used by small_cnn and mlp, "

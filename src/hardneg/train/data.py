@@ -36,7 +36,18 @@ __all__ = [
     "load_image_splits",
 ]
 
-DATASETS = ("digits", "cifar10", "cifar100", "stl10", "tiny_imagenet", "image_folder", "random", "latent")
+DATASETS = (
+    "digits",
+    "fashion_mnist",
+    "mnist",
+    "cifar10",
+    "cifar100",
+    "stl10",
+    "tiny_imagenet",
+    "image_folder",
+    "random",
+    "latent",
+)
 
 
 class EpochBatchSampler(Sampler[list[int]]):
@@ -226,17 +237,22 @@ def load_image_splits(
 ) -> tuple[LabeledImages, LabeledImages]:
     """``(train, test)`` images of a named dataset (nothing is downloaded).
 
-    ``digits``: scikit-learn's digits, stratified split. ``cifar10`` / ``cifar100`` (python
-    pickles), ``stl10`` (binaries; the contrastive training set is ``train+unlabeled`` as in
-    SimCLR / HCL, unlabelled images are skipped by the evaluation), ``tiny_imagenet``
-    (``train`` / ``val``) and ``image_folder`` (``root/train/<class>/`` and ``root/val/<class>/``):
-    the on-disk readers of :mod:`hardneg.data` under ``root``. ``random``: uniform noise images
-    with random labels (benchmarks and smoke tests).
+    ``digits``: scikit-learn's digits, stratified split. ``fashion_mnist`` / ``mnist``: the IDX
+    files under ``root`` (Fashion-MNIST defaults to the Debian package's folder). ``cifar10`` /
+    ``cifar100`` (python pickles), ``stl10`` (binaries; the contrastive training set is
+    ``train+unlabeled`` as in SimCLR / HCL, unlabelled images are skipped by the evaluation),
+    ``tiny_imagenet`` (``train`` / ``val``) and ``image_folder`` (``root/train/<class>/`` and
+    ``root/val/<class>/``): the on-disk readers of :mod:`hardneg.data` under ``root``.
+    ``random``: uniform noise images with random labels (benchmarks and smoke tests).
     """
     if dataset == "digits":
         from hardneg.data.digits import load_digits_split
 
         train, test = load_digits_split(test_fraction=test_fraction, seed=split_seed)
+    elif dataset == "fashion_mnist" and root is None:  # the Debian package's folder
+        from hardneg.data.idx import read_fashion_mnist
+
+        train, test = read_fashion_mnist(split="train"), read_fashion_mnist(split="test")
     elif dataset == "random":
         shape = random_shape or [3, 32, 32]
         train = _random_images(random_size, shape, split_seed)
@@ -244,9 +260,14 @@ def load_image_splits(
     else:
         if root is None:
             raise ValueError(f"data.root must name the folder holding {dataset!r}, got None")
-        from hardneg.data import cifar, image_folder, stl10
+        from hardneg.data import cifar, idx, image_folder, stl10
 
-        if dataset == "cifar10":
+        if dataset == "fashion_mnist":
+            train = idx.read_fashion_mnist(root, split="train")
+            test = idx.read_fashion_mnist(root, split="test")
+        elif dataset == "mnist":
+            train, test = idx.read_mnist(root, split="train"), idx.read_mnist(root, split="test")
+        elif dataset == "cifar10":
             train, test = cifar.read_cifar10(root, split="train"), cifar.read_cifar10(root, split="test")
         elif dataset == "cifar100":
             train, test = cifar.read_cifar100(root, split="train"), cifar.read_cifar100(root, split="test")

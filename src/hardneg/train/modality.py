@@ -183,6 +183,8 @@ def _register_builtins() -> None:
     if _BUILTINS_DONE[0]:
         return
     _BUILTINS_DONE[0] = True
-    for name in ("digits", "cifar10", "cifar100", "stl10", "tiny_imagenet", "image_folder", "random"):
+    for name in ("digits", "fashion_mnist", "mnist", "cifar10", "cifar100", "stl10", "tiny_imagenet"):
+        _DATASETS.setdefault(name, _IMAGES)
+    for name in ("image_folder", "random"):
         _DATASETS.setdefault(name, _IMAGES)
     _DATASETS.setdefault("latent", _VECTORS)

@@ -10,12 +10,12 @@ mapping, and setting their ``name`` to another component starts them afresh, so
 
 >>> cfg = load_config("digits", ["loss.negatives.name=hard", "loss.negatives.beta=0.5", "train.epochs=2"])
 >>> cfg.loss.negatives, cfg.train.epochs
-({'name': 'hard', 'beta': 0.5, 'detach_weights': False, 'rescale': False}, 2)
+({'name': 'hard', 'beta': 0.5, 'detach_weights': False, 'rescale': False, 'target_ess': None}, 2)
 >>> try:
 ...     load_config("digits", ["loss.negatives.name=hard", "loss.negatives.epsilon=0.5"])
 ... except ConfigError as err:
 ...     print(err)
-unknown config key 'loss.negatives.epsilon'; valid keys in 'loss.negatives': beta, detach_weights, rescale
+unknown config key 'loss.negatives.epsilon'; valid keys in 'loss.negatives': beta, detach_weights, rescale, target_ess
 """
 
 from __future__ import annotations
@@ -254,6 +254,12 @@ def _check_cross(cfg: RunConfig, *, check_groups: bool) -> None:
         )
     if cfg.loss.anneal.enabled:
         from hardneg.train.registry import NEGATIVES
+
+        if cfg.loss.negatives.get("target_ess") is not None:
+            raise ConfigError(
+                "invalid value for 'loss.anneal.enabled': beta is chosen per batch from "
+                f"loss.negatives.target_ess={cfg.loss.negatives['target_ess']!r}; anneal a fixed beta instead"
+            )
 
         if "annealable" not in NEGATIVES.get(cfg.loss.negatives["name"]).tags:
             raise ConfigError(

@@ -30,7 +30,18 @@ __all__ = [
     "TrainConfig",
 ]
 
-DATASETS = ("digits", "cifar10", "cifar100", "stl10", "tiny_imagenet", "image_folder", "random", "latent")
+DATASETS = (
+    "digits",
+    "fashion_mnist",
+    "mnist",
+    "cifar10",
+    "cifar100",
+    "stl10",
+    "tiny_imagenet",
+    "image_folder",
+    "random",
+    "latent",
+)
 
 
 class Section(BaseModel):
@@ -88,6 +99,7 @@ class ModelConfig(Section):
     hidden_dim: int = Field(256, ge=1, description="hidden width of the projection head")
     width: int | None = Field(None, ge=1, description="small_cnn: first conv channels; mlp: hidden width")
     feature_dim: int | None = Field(None, ge=1, description="small_cnn / mlp: representation size")
+    stem_stride: int | None = Field(None, ge=1, description="small_cnn: first conv's stride (2 for 28x28)")
 
 
 class AnnealConfig(Section):
