@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[toolkit,dev]"
+	# real molecules for the graph tests and `hardneg graphs --data molecules`: the package's
+	# CSVs only (its own dependencies would pull heavy, unneeded packages)
+	$(PY) -m pip install --quiet --no-deps MoleculeACE==3.0.0
 	touch $(STAMP)
 
 # Main job: compare SimCLR / debiased / hard / OT negatives on scikit-learn's digits (3 seeds each).

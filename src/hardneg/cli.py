@@ -9,6 +9,7 @@
     hardneg config CONFIG [key=value ...]      # print the resolved config
     hardneg configs                            # list the packaged configs
     hardneg theory ...                         # bounds, optimal K, collisions (if installed)
+    hardneg graphs compare|train ...           # InfoGraph with hard / debiased / OT negatives
 
 ``CONFIG`` is a YAML path or the name of a packaged config (``digits``, ``digits_compare``,
 ...). Overrides use dotted keys: ``loss.negatives.beta=0.5 train.epochs=3 eval.kwise=[1,4]``.
@@ -24,6 +25,7 @@ from typing import Annotated
 
 import typer
 
+from hardneg.graphs.cli import app as graphs_app
 from hardneg.theory.cli import app as theory_app
 
 __all__ = ["app", "main"]
@@ -214,6 +216,7 @@ def configs() -> None:
 
 
 app.add_typer(theory_app, name="theory", help="Theory: bounds, optimal K, collision probabilities.")
+app.add_typer(graphs_app, name="graphs", help="Graphs: InfoGraph with hard, debiased and OT negatives.")
 
 
 def main() -> None:

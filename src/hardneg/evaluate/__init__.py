@@ -5,13 +5,18 @@ from hardneg.evaluate.knn import WeightedKNN
 from hardneg.evaluate.kwise import KWiseResult, average_kwise_accuracy, task_loss_and_accuracy
 from hardneg.evaluate.linear import LinearReadout
 from hardneg.evaluate.mean_classifier import MeanClassifier
+from hardneg.evaluate.svm_cv import CVResult, SVMReadout, cross_validated_accuracy, repeated_cv
 
 __all__ = [
+    "CVResult",
     "KWiseResult",
     "LinearReadout",
     "MeanClassifier",
+    "SVMReadout",
     "WeightedKNN",
     "average_kwise_accuracy",
+    "cross_validated_accuracy",
     "extract_features",
+    "repeated_cv",
     "task_loss_and_accuracy",
 ]

@@ -14,8 +14,10 @@ mapping, and setting their ``name`` to another component starts them afresh, so
 >>> try:
 ...     load_config("digits", ["loss.negatives.name=hard", "loss.negatives.epsilon=0.5"])
 ... except ConfigError as err:
-...     print(err)
-unknown config key 'loss.negatives.epsilon'; valid keys in 'loss.negatives': beta, detach_weights, rescale, target_ess
+...     for part in str(err).split("; "):
+...         print(part)
+unknown config key 'loss.negatives.epsilon'
+valid keys in 'loss.negatives': beta, detach_weights, rescale, target_ess
 """
 
 from __future__ import annotations

@@ -1,0 +1,180 @@
+"""InfoGraph's local–global objective with a controllable negative distribution.
+
+Sun et al., InfoGraph (ICLR 2020) maximise the mutual information between each node's (patch)
+embedding ``h^u(G)`` and its graph's embedding ``H(G)``; Robinson et al. (ICLR 2021), App. B.2,
+make the negative graphs ``G'`` hard: ``q^β_u(G') ∝ e^{β T(h^u(G), H(G'))} p(G')``. On a batch of
+B graphs with A nodes in all, every node is an anchor, its own graph the positive and the other
+B − 1 graphs the candidate negatives: the pair layout of the loss engine with
+
+    s⁺_u = ⟨l_u, g_{G(u)}⟩,   s_uj = ⟨l_u, g_j⟩ (j ≠ G(u)),
+
+``l`` and ``g`` the local and global discriminator embeddings (the discriminator ``T`` is their
+inner product, as in InfoGraph's code). Any negative distribution (uniform = InfoGraph,
+:class:`~hardneg.negatives.Hard`, :class:`~hardneg.negatives.OptimalTransport`, K-subsampled,
+collision-free) and any objective of the library apply; the default objective is the
+Jensen–Shannon form (:class:`~hardneg.objectives.JensenShannon`, debiased with ``tau_plus``).
+The loss is the mean over nodes, i.e. ``E_{u∼p̂}`` of Robinson et al.'s App. B.2.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from hardneg.loss import ContrastiveLoss
+from hardneg.negatives import NegativeDistribution
+from hardneg.objectives import JensenShannon, Objective
+from hardneg.reduction import LossOutput
+
+__all__ = ["InfoGraphLoss", "check_local_global", "local_global_mask"]
+
+
+def check_local_global(local: Tensor, global_: Tensor, batch: Tensor) -> int:
+    """Validate a local/global batch; return the number of graphs B.
+
+    Shapes: ``local`` (A, d) node embeddings, ``global_`` (B, d) graph embeddings, ``batch`` (A,)
+    integer graph index of each node in ``[0, B)`` (PyG's ``Batch.batch``).
+    """
+    for name, x in (("local", local), ("global_", global_)):
+        if not isinstance(x, Tensor) or x.dim() != 2 or not x.dtype.is_floating_point:
+            got = f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"{name} must be a floating (n, d) tensor, got {got}")
+    if local.shape[1] != global_.shape[1]:
+        raise ValueError(
+            f"local and global_ must have the same dimension d, got {local.shape[1]} and {global_.shape[1]}"
+        )
+    if not isinstance(batch, Tensor) or batch.dtype.is_floating_point or batch.dtype == torch.bool:
+        raise ValueError(f"batch must be an integer tensor of graph indices, got {batch!r:.80}")
+    if batch.shape != (local.shape[0],):
+        raise ValueError(f"batch must have shape ({local.shape[0]},) (one graph index per node), "
+                         f"got {tuple(batch.shape)}")
+    b = int(global_.shape[0])
+    if b < 2:
+        raise ValueError(
+            f"a batch needs at least 2 graphs (a node's negatives are the other graphs of the batch), got {b}"
+        )
+    if local.shape[0] == 0:
+        raise ValueError("the batch has no nodes: every graph is empty")
+    lo, hi = int(batch.min()), int(batch.max())
+    if lo < 0 or hi >= b:
+        raise ValueError(f"batch holds graph indices in [{lo}, {hi}], outside [0, {b}) for {b} graphs")
+    return b
+
+
+def local_global_mask(batch: Tensor, num_graphs: int) -> Tensor:
+    """``valid[u, j] = (j ≠ G(u))``: every graph but the node's own is a negative. (A,) → (A, B) bool."""
+    return batch[:, None] != torch.arange(num_graphs, device=batch.device)[None, :]
+
+
+class InfoGraphLoss(nn.Module):
+    """InfoGraph's local–global loss with the negative distribution you choose.
+
+    ``InfoGraphLoss()`` is InfoGraph (Sun et al., ICLR 2020): Jensen–Shannon, uniform negatives.
+    ``InfoGraphLoss(negatives=Hard(beta=1.0, rescale=True))`` is the hard-negative variant of
+    Robinson et al. (ICLR 2021), §5.2 / App. B.2, with the clipping trick of their Fig. 14 for
+    the unnormalised scores; ``tau_plus`` debiases it. ``objective=InfoNCE()`` gives the NCE form
+    over graphs. The authors' released graph loss differs from the paper's formula; it is
+    available, switch by switch, as :func:`hardneg.graphs.released_local_global_loss`.
+
+    Args:
+        negatives: negative distribution (default uniform).
+        tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased Jensen–Shannon objective (only with
+            the default objective; give a debiased ``objective`` yourself otherwise).
+        objective: any :class:`~hardneg.objectives.Objective` (default
+            :class:`~hardneg.objectives.JensenShannon`).
+        temperature: scores are ``⟨l, g⟩ / t`` (1: the discriminator's raw score, InfoGraph).
+        normalize: L2-normalise ``l`` and ``g`` first (False in InfoGraph).
+        num_negatives: keep K random negative graphs per node (Ash et al., AISTATS 2022).
+        collision_free: drop negative graphs of the node's graph's class (needs ``labels``).
+        subtract_log4: subtract InfoGraph's constant ``2 log 2`` (default objective only).
+
+    Example:
+        >>> import torch
+        >>> from hardneg.negatives import Hard
+        >>> g = torch.Generator().manual_seed(0)
+        >>> local, global_ = torch.randn(7, 4, generator=g), torch.randn(3, 4, generator=g)
+        >>> batch = torch.tensor([0, 0, 1, 1, 1, 2, 2])
+        >>> loss = InfoGraphLoss(negatives=Hard(beta=1.0, rescale=True), tau_plus=0.1)
+        >>> bool(torch.isfinite(loss(local, global_, batch)))
+        True
+    """
+
+    def __init__(
+        self,
+        *,
+        negatives: NegativeDistribution | None = None,
+        tau_plus: float = 0.0,
+        objective: Objective | None = None,
+        temperature: float = 1.0,
+        normalize: bool = False,
+        num_negatives: int | None = None,
+        collision_free: bool = False,
+        subtract_log4: bool = False,
+    ) -> None:
+        super().__init__()
+        if objective is not None and (tau_plus != 0.0 or subtract_log4):
+            raise ValueError(
+                "tau_plus and subtract_log4 configure the default JensenShannon objective; with "
+                f"objective={type(objective).__name__} pass them to the objective "
+                f"(got tau_plus={tau_plus!r}, subtract_log4={subtract_log4!r})"
+            )
+        if objective is None:
+            objective = JensenShannon(tau_plus=tau_plus, subtract_log4=subtract_log4)
+        self.loss = ContrastiveLoss(
+            temperature=temperature,
+            negatives=negatives,
+            objective=objective,
+            normalize=normalize,
+            num_negatives=num_negatives,
+            collision_free=collision_free,
+            gather_distributed=False,
+        )
+
+    @property
+    def negatives(self) -> NegativeDistribution:
+        return self.loss.negatives
+
+    @property
+    def objective(self) -> Objective:
+        return self.loss.objective
+
+    def _pair(
+        self, local: Tensor, global_: Tensor, batch: Tensor, labels: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor | None]]:
+        """The pair layout's arguments: anchors = nodes, positives = their graphs, candidates = graphs."""
+        b = check_local_global(local, global_, batch)
+        batch = batch.to(device=local.device, dtype=torch.long)
+        if labels is not None and (not isinstance(labels, Tensor) or labels.shape != (b,)):
+            got = tuple(labels.shape) if isinstance(labels, Tensor) else type(labels).__name__
+            raise ValueError(f"labels must be a tensor of shape ({b},) (one label per graph), got {got}")
+        return local, global_[batch], global_, {
+            "mask": local_global_mask(batch, b),
+            "anchor_labels": None if labels is None else labels[batch],
+            "candidate_labels": labels,
+        }
+
+    def detailed(
+        self,
+        local: Tensor,
+        global_: Tensor,
+        batch: Tensor,
+        *,
+        labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> LossOutput:
+        """Loss and diagnostics. ``labels``: (B,) graph labels (collision-free negatives, diagnostics)."""
+        anchors, positives, candidates, kw = self._pair(local, global_, batch, labels)
+        return self.loss.pair_detailed(anchors, positives, candidates, generator=generator, **kw)
+
+    def forward(
+        self,
+        local: Tensor,
+        global_: Tensor,
+        batch: Tensor,
+        *,
+        labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """The loss (mean over nodes). Shapes: (A, d), (B, d), (A,) → scalar."""
+        anchors, positives, candidates, kw = self._pair(local, global_, batch, labels)
+        return self.loss.pair_forward(anchors, positives, candidates, generator=generator, **kw)
