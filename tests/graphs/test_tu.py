@@ -1,0 +1,179 @@
+"""The TU reader on fixture files written here in exactly the collection's layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from hardneg.graphs.tu import read_tu
+
+# Three small graphs (1-based node ids over the data set):
+#   graph 1: nodes 1-3, a triangle;  graph 2: nodes 4-5, one edge;  graph 3: nodes 6-9, a path 6-7-8 and
+#   an isolated node 9.  Each undirected edge listed in both directions, as the real files do.
+EDGES = [(1, 2), (2, 3), (3, 1), (4, 5), (6, 7), (7, 8)]
+INDICATOR = [1, 1, 1, 2, 2, 3, 3, 3, 3]
+GRAPH_LABELS = [-1, 1, -1]
+NODE_LABELS = [0, 2, 2, 1, 0, 0, 0, 2, 1]
+
+
+def _write(root: Path, name: str, *, edges=EDGES, indicator=INDICATOR, graph_labels=GRAPH_LABELS,
+           node_labels=NODE_LABELS, attributes=None, both_directions: bool = True,
+           edge_labels: bool = False) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"{a}, {b}" for a, b in edges] + ([f"{b}, {a}" for a, b in edges] if both_directions else [])
+    (folder / f"{name}_A.txt").write_text("\n".join(lines) + "\n")
+    (folder / f"{name}_graph_indicator.txt").write_text("\n".join(map(str, indicator)) + "\n")
+    (folder / f"{name}_graph_labels.txt").write_text("\n".join(map(str, graph_labels)) + "\n")
+    if node_labels is not None:
+        (folder / f"{name}_node_labels.txt").write_text("\n".join(map(str, node_labels)) + "\n")
+    if attributes is not None:
+        (folder / f"{name}_node_attributes.txt").write_text(
+            "\n".join(", ".join(f"{v:g}" for v in row) for row in attributes) + "\n")
+    if edge_labels:
+        (folder / f"{name}_edge_labels.txt").write_text("\n".join("1" for _ in lines) + "\n")
+    return folder
+
+
+def _pairs(g) -> set[tuple[int, int]]:
+    return {(int(a), int(b)) for a, b in g.edge_index.T.tolist()}
+
+
+def test_reads_structure_labels_and_one_hot_node_labels(tmp_path: Path) -> None:
+    _write(tmp_path, "TOY", edge_labels=True)
+    data = read_tu(tmp_path, "TOY")
+    assert len(data) == 3 and data.name == "TOY"
+    assert data.labels.tolist() == [0, 1, 0] and data.class_names == ("-1", "1")
+    assert [g.num_nodes for g in data.graphs] == [3, 2, 4]
+    assert _pairs(data.graphs[0]) == {(0, 1), (1, 0), (1, 2), (2, 1), (0, 2), (2, 0)}
+    assert _pairs(data.graphs[1]) == {(0, 1), (1, 0)}
+    assert _pairs(data.graphs[2]) == {(0, 1), (1, 0), (1, 2), (2, 1)}  # node 3 isolated
+    assert data.num_features == 3
+    assert data.graphs[0].x.tolist() == [[1, 0, 0], [0, 0, 1], [0, 0, 1]]
+    assert [int(g.y) for g in data.graphs] == [0, 1, 0]
+
+
+def test_edges_listed_once_give_the_same_graphs(tmp_path: Path) -> None:
+    _write(tmp_path / "a", "TOY")
+    _write(tmp_path / "b", "TOY", both_directions=False)
+    a, b = read_tu(tmp_path / "a", "TOY"), read_tu(tmp_path / "b", "TOY")
+    assert all(torch.equal(x.edge_index, y.edge_index) for x, y in zip(a.graphs, b.graphs))
+
+
+def test_agrees_with_torch_geometric_reader(tmp_path: Path) -> None:
+    from torch_geometric.io import read_tu_data
+
+    folder = _write(tmp_path, "TOY")
+    ours = read_tu(tmp_path, "TOY")
+    data, slices, _ = read_tu_data(str(folder), "TOY")
+    for k, g in enumerate(ours.graphs):
+        e0, e1 = int(slices["edge_index"][k]), int(slices["edge_index"][k + 1])
+        n0 = int(slices["x"][k])
+        theirs = data.edge_index[:, e0:e1]  # PyG stores graph-local ids
+        assert {(int(a), int(b)) for a, b in theirs.T.tolist()} == _pairs(g)
+        n1 = int(slices["x"][k + 1])
+        assert torch.equal(data.x[n0:n1], g.x)
+    assert data.y.tolist() == ours.labels.tolist()
+
+
+def test_attributes_follow_the_one_hot_labels(tmp_path: Path) -> None:
+    attributes = np.arange(18, dtype=float).reshape(9, 2) / 4
+    _write(tmp_path, "ATT", attributes=attributes)
+    data = read_tu(tmp_path, "ATT")
+    assert data.num_features == 5
+    x = torch.cat([g.x for g in data.graphs])
+    assert torch.equal(x[:, 3:], torch.tensor(attributes, dtype=torch.float32))
+
+
+def test_no_node_labels_gives_one_hot_degrees(tmp_path: Path) -> None:
+    _write(tmp_path, "DEG", node_labels=None)
+    data = read_tu(tmp_path, "DEG")
+    assert data.num_features == 3  # degrees 0..2
+    assert data.graphs[2].x.argmax(1).tolist() == [1, 2, 1, 0]
+
+
+def test_self_loops_and_duplicate_edges_are_dropped(tmp_path: Path) -> None:
+    _write(tmp_path, "LOOP", edges=[*EDGES, (4, 4), (1, 2)])
+    data = read_tu(tmp_path, "LOOP")
+    assert _pairs(data.graphs[1]) == {(0, 1), (1, 0)}
+    assert data.graphs[0].edge_index.shape[1] == 6
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"edges": [*EDGES, (3, 10)]}, r"TOY_A.txt, line 7: node id 10 outside 1..9"),
+        ({"edges": [*EDGES, (0, 1)]}, r"TOY_A.txt, line 7: node id 0 outside 1..9"),
+        ({"edges": [*EDGES, (3, 4)]}, r"TOY_A.txt, line 7: edge 3, 4 joins graph 1 and graph 2"),
+        ({"indicator": [1, 1, 1, 3, 3, 3, 3, 3, 3]}, r"graph_indicator.txt, line 4: graph id 3"),
+        ({"indicator": [1, 1, 2, 1, 2, 3, 3, 3, 3]}, r"graph_indicator.txt, line 4: graph id 1"),
+        ({"indicator": [2, 2, 2, 2, 2, 3, 3, 3, 3]}, r"graph_indicator.txt, line 1: graph id 2"),
+        ({"graph_labels": [1, 0]}, r"TOY_graph_labels.txt: 2 lines, expected 3"),
+        ({"node_labels": [0, 1]}, r"TOY_node_labels.txt: 2 lines, expected 9"),
+        ({"graph_labels": [1, "x", 0]}, r"graph_labels.txt, line 2: cannot read 'x'; expected one integer"),
+    ],
+)
+def test_malformed_files_name_the_file_and_line(tmp_path: Path, kw: dict, match: str) -> None:
+    _write(tmp_path, "TOY", **kw)
+    with pytest.raises(ValueError, match=match):
+        read_tu(tmp_path, "TOY")
+
+
+def test_bad_edge_line_names_the_layout(tmp_path: Path) -> None:
+    folder = _write(tmp_path, "TOY")
+    (folder / "TOY_A.txt").write_text("1, 2\n2 3\n")
+    with pytest.raises(ValueError, match=r"TOY_A.txt, line 2: cannot read '2 3'; expected lines 'i, j'"):
+        read_tu(tmp_path, "TOY")
+    (folder / "TOY_A.txt").write_text("1, 2, 3\n")
+    with pytest.raises(ValueError, match=r"line 1: 3 value\(s\)"):
+        read_tu(tmp_path, "TOY")
+
+
+def test_missing_and_empty_files(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"NONE_A.txt not found: a TU data set is read from ROOT"):
+        read_tu(tmp_path, "NONE")
+    folder = _write(tmp_path, "EMPTY")
+    (folder / "EMPTY_graph_indicator.txt").write_text("")
+    with pytest.raises(ValueError, match="empty, the data set has no nodes"):
+        read_tu(tmp_path, "EMPTY")
+    folder = _write(tmp_path, "EL", edge_labels=True)
+    (folder / "EL_edge_labels.txt").write_text("1\n")
+    with pytest.raises(ValueError, match=r"EL_edge_labels.txt: 1 lines, expected 12"):
+        read_tu(tmp_path, "EL")
+    (folder / "EL_graph_labels.txt").write_bytes(b"\xff\xfe\n")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        read_tu(tmp_path, "EL")
+    with pytest.raises(ValueError, match="name must be a data set name"):
+        read_tu(tmp_path, "a/b")
+
+
+def test_graph_without_edges_is_valid_and_trains(tmp_path: Path) -> None:
+    from hardneg.graphs import InfoGraphLoss, train_infograph
+
+    _write(tmp_path, "TOY", edges=[(1, 2), (2, 3)])  # graphs 2 and 3 have no edges
+    data = read_tu(tmp_path, "TOY")
+    assert data.graphs[1].edge_index.shape == (2, 0)
+    res = train_infograph(data, loss=InfoGraphLoss(), epochs=2, batch_size=3, seed=0)
+    assert np.isfinite(res.embeddings).all()
+
+
+def test_cli_reads_a_tu_folder(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hardneg.cli import app
+
+    sizes = [3, 4] * 10
+    indicator = [g + 1 for g, n in enumerate(sizes) for _ in range(n)]
+    starts = np.cumsum([0, *sizes])
+    edges = [(int(s) + 1, int(s) + 2) for s in starts[:-1]]
+    _write(tmp_path, "SMALL", edges=edges, indicator=indicator, graph_labels=[0, 1] * 10, node_labels=None)
+    res = CliRunner().invoke(app, ["graphs", "train", "--data", "tu", "--root", str(tmp_path), "--name",
+                                   "SMALL", "--epochs", "1", "--batch-size", "8"])
+    assert res.exit_code == 0, res.output
+    assert "SVM accuracy (final epoch)" in res.output
+    args = ["graphs", "train", "--data", "tu", "--root", str(tmp_path), "--name", "NOPE"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "NOPE_A.txt not found" in res.output
