@@ -97,7 +97,7 @@ def _peak(which: str, graphs: int, threads: int) -> dict[str, float]:
         "from bench_graphs import _batch, _ours, _released, _fwd_bwd\n"
         f"fn = _{which}()\n"
         f"l, g, b = _batch({graphs})\n"
-        "_fwd_bwd(fn, l[:200], g[:8], b[b < 8])  # warm up the code paths\n"
+        "_fwd_bwd(fn, *_batch(8, seed=1))  # warm up the code paths\n"
         "def rss(key):\n"
         "    return int([x for x in open('/proc/self/status') if x.startswith(key)][0].split()[1])\n"
         "open('/proc/self/clear_refs', 'w').write('5')\n"

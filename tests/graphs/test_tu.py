@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,18 @@ def _write(root: Path, name: str, *, edges=EDGES, indicator=INDICATOR, graph_lab
     return folder
 
 
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to reach the network (a download) fails the test."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"network access attempted: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
 def _pairs(g) -> set[tuple[int, int]]:
     return {(int(a), int(b)) for a, b in g.edge_index.T.tolist()}
 
@@ -63,20 +76,42 @@ def test_edges_listed_once_give_the_same_graphs(tmp_path: Path) -> None:
     assert all(torch.equal(x.edge_index, y.edge_index) for x, y in zip(a.graphs, b.graphs))
 
 
-def test_agrees_with_torch_geometric_reader(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attributes", [False, True])
+def test_agrees_with_torch_geometric_reader(tmp_path: Path, attributes: bool) -> None:
+    """PyG's own reader (local files only) as an independent reference: the same edge_index, bit for
+    bit, the same one-hot node labels (all label values 0..2 occur, so "values present" and PyG's
+    "min..max" agree) and attributes (PyG puts them first), the same labels."""
     from torch_geometric.io import read_tu_data
 
-    folder = _write(tmp_path, "TOY")
+    attr = np.arange(27, dtype=float).reshape(9, 3) / 8 if attributes else None
+    # both directions, as the real files (PyG's reader does not symmetrise), plus a duplicate and a loop
+    folder = _write(tmp_path, "TOY", attributes=attr, edges=[*EDGES, (2, 1), (8, 8)])
     ours = read_tu(tmp_path, "TOY")
-    data, slices, _ = read_tu_data(str(folder), "TOY")
+    data, slices, sizes = read_tu_data(str(folder), "TOY")
+    assert sizes["num_node_attributes"] == (3 if attributes else 0)
+    theirs_x = torch.cat([data.x[:, 3:], data.x[:, :3]], dim=1) if attributes else data.x
     for k, g in enumerate(ours.graphs):
         e0, e1 = int(slices["edge_index"][k]), int(slices["edge_index"][k + 1])
-        n0 = int(slices["x"][k])
-        theirs = data.edge_index[:, e0:e1]  # PyG stores graph-local ids
-        assert {(int(a), int(b)) for a, b in theirs.T.tolist()} == _pairs(g)
-        n1 = int(slices["x"][k + 1])
-        assert torch.equal(data.x[n0:n1], g.x)
-    assert data.y.tolist() == ours.labels.tolist()
+        n0, n1 = int(slices["x"][k]), int(slices["x"][k + 1])
+        assert torch.equal(g.edge_index, data.edge_index[:, e0:e1])  # PyG stores graph-local ids
+        assert torch.equal(g.x, theirs_x[n0:n1].to(torch.float32))
+    assert data.y.tolist() == ours.labels.tolist() == [0, 1, 0]  # PyG remaps -1/1 to 0/1 too
+    # PyG's TUDataset default (use_node_attr=False, the released InfoGraph/HCL code) drops attributes
+    plain = read_tu(tmp_path, "TOY", node_attributes=False)
+    assert all(torch.equal(g.x, data.x[int(slices["x"][k]):int(slices["x"][k + 1]), -3:])
+               for k, g in enumerate(plain.graphs))
+
+
+def test_line_by_line_parser_gives_the_same_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path (np.loadtxt) and the line-by-line parser that locates errors agree exactly."""
+    import hardneg.graphs.tu as tu
+
+    _write(tmp_path, "TOY", attributes=np.arange(18, dtype=float).reshape(9, 2) / 3, edge_labels=True)
+    fast = read_tu(tmp_path, "TOY")
+    monkeypatch.setattr(tu, "_parse_fast", lambda *a, **k: None)
+    slow = read_tu(tmp_path, "TOY")
+    assert all(torch.equal(a.edge_index, b.edge_index) and torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+               for a, b in zip(fast.graphs, slow.graphs))
 
 
 def test_attributes_follow_the_one_hot_labels(tmp_path: Path) -> None:
@@ -92,7 +127,42 @@ def test_no_node_labels_gives_one_hot_degrees(tmp_path: Path) -> None:
     _write(tmp_path, "DEG", node_labels=None)
     data = read_tu(tmp_path, "DEG")
     assert data.num_features == 3  # degrees 0..2
-    assert data.graphs[2].x.argmax(1).tolist() == [1, 2, 1, 0]
+    assert data.graphs[2].x.tolist() == [[0, 1, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0]]  # path + isolated
+    assert all(g.x.dtype == torch.float32 and g.x.shape == (g.num_nodes, 3) for g in data.graphs)
+    # attributes only, ignored on request: degree features again
+    _write(tmp_path, "ATTONLY", node_labels=None, attributes=np.ones((9, 2)))
+    assert read_tu(tmp_path, "ATTONLY").num_features == 2
+    assert read_tu(tmp_path, "ATTONLY", node_attributes=False).graphs[2].x.argmax(1).tolist() == [1, 2, 1, 0]
+
+
+@pytest.mark.parametrize(("raw", "remapped", "names"), [
+    ([-1, 1, -1], [0, 1, 0], ("-1", "1")),
+    ([1, 3, 2], [0, 2, 1], ("1", "2", "3")),
+    ([0, 0, 5], [0, 0, 1], ("0", "5")),
+])
+def test_labels_remapped_to_sorted_class_indices(tmp_path: Path, raw, remapped, names) -> None:
+    _write(tmp_path, "LAB", graph_labels=raw)
+    data = read_tu(tmp_path, "LAB")
+    assert data.labels.dtype == np.int64 and data.labels.tolist() == remapped
+    assert data.class_names == names and data.num_classes == len(names)
+    assert [g.y.tolist() for g in data.graphs] == [[y] for y in remapped]
+    assert all(g.y.dtype == torch.int64 and g.edge_index.dtype == torch.int64 for g in data.graphs)
+    sub = data.subset([2, 0])
+    assert len(sub) == 2 and sub.labels.tolist() == [remapped[2], remapped[0]] and sub.class_names == names
+
+
+def test_windows_line_ends_and_no_edges_at_all(tmp_path: Path) -> None:
+    folder = _write(tmp_path / "crlf", "TOY")
+    for f in folder.iterdir():
+        f.write_bytes(f.read_bytes().replace(b"\n", b"\r\n"))
+    a, b = read_tu(tmp_path / "crlf", "TOY"), read_tu(_write(tmp_path / "lf", "TOY").parent, "TOY")
+    assert all(torch.equal(x.edge_index, y.edge_index) and torch.equal(x.x, y.x)
+               for x, y in zip(a.graphs, b.graphs))
+    folder = _write(tmp_path / "none", "TOY", node_labels=None)
+    (folder / "TOY_A.txt").write_text("")
+    data = read_tu(tmp_path / "none", "TOY")
+    assert all(g.edge_index.shape == (2, 0) for g in data.graphs)
+    assert data.num_features == 1 and all(torch.equal(g.x, torch.ones(g.num_nodes, 1)) for g in data.graphs)
 
 
 def test_self_loops_and_duplicate_edges_are_dropped(tmp_path: Path) -> None:
@@ -114,6 +184,12 @@ def test_self_loops_and_duplicate_edges_are_dropped(tmp_path: Path) -> None:
         ({"graph_labels": [1, 0]}, r"TOY_graph_labels.txt: 2 lines, expected 3"),
         ({"node_labels": [0, 1]}, r"TOY_node_labels.txt: 2 lines, expected 9"),
         ({"graph_labels": [1, "x", 0]}, r"graph_labels.txt, line 2: cannot read 'x'; expected one integer"),
+        ({"graph_labels": [1, 0.5, 0]}, r"graph_labels.txt, line 2: cannot read '0.5'"),
+        ({"node_labels": [0, 1, 2, 0, 1, "C", 0, 1, 2]}, r"TOY_node_labels.txt, line 6: cannot read 'C'"),
+        ({"attributes": np.ones((8, 2))}, r"TOY_node_attributes.txt: 8 lines, expected 9"),
+        ({"attributes": np.where(np.eye(9, 2) > 0, np.inf, 1.0)}, r"node_attributes.txt, line 1: non-finite"),
+        ({"indicator": [1, 1, 1, 2, 2, 3, 3, 3], "node_labels": None, "edges": [*EDGES, (8, 9)]},
+         r"TOY_A.txt, line 7: node id 9 outside 1..8 \(the number of lines of TOY_graph_indicator.txt\)"),
     ],
 )
 def test_malformed_files_name_the_file_and_line(tmp_path: Path, kw: dict, match: str) -> None:
@@ -124,6 +200,15 @@ def test_malformed_files_name_the_file_and_line(tmp_path: Path, kw: dict, match:
 
 def test_bad_edge_line_names_the_layout(tmp_path: Path) -> None:
     folder = _write(tmp_path, "TOY")
+    (folder / "TOY_A.txt").write_text("1, 2\n2, 3\n\n3, 1\n")  # a blank line inside the file
+    with pytest.raises(ValueError, match=r"TOY_A.txt, line 3: cannot read ''; expected lines 'i, j'"):
+        read_tu(tmp_path, "TOY")
+    (folder / "TOY_A.txt").write_text("1, 2\n2, 3\n\n\n")  # trailing blank lines are fine
+    assert read_tu(tmp_path, "TOY").graphs[0].edge_index.shape == (2, 4)
+    (folder / "TOY_node_attributes.txt").write_text("\n".join(["1, 2"] * 4 + ["1"] + ["1, 2"] * 4) + "\n")
+    with pytest.raises(ValueError, match=r"attributes.txt, line 5: 1 values, line 1 has 2; expected comma"):
+        read_tu(tmp_path, "TOY")
+    (folder / "TOY_node_attributes.txt").unlink()
     (folder / "TOY_A.txt").write_text("1, 2\n2 3\n")
     with pytest.raises(ValueError, match=r"TOY_A.txt, line 2: cannot read '2 3'; expected lines 'i, j'"):
         read_tu(tmp_path, "TOY")
@@ -133,8 +218,13 @@ def test_bad_edge_line_names_the_layout(tmp_path: Path) -> None:
 
 
 def test_missing_and_empty_files(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"NONE_A.txt not found: a TU data set is read from ROOT"):
+    with pytest.raises(FileNotFoundError, match=r"NONE_A.txt not found: expected ROOT/NAME/NAME_A.txt with "
+                       r"lines 'i, j' \(an edge between 1-based node ids\); a TU data set is read from"):
         read_tu(tmp_path, "NONE")
+    folder = _write(tmp_path, "NOLAB")
+    (folder / "NOLAB_graph_labels.txt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"NOLAB_graph_labels.txt not found: expected .* one integer"):
+        read_tu(tmp_path, "NOLAB")
     folder = _write(tmp_path, "EMPTY")
     (folder / "EMPTY_graph_indicator.txt").write_text("")
     with pytest.raises(ValueError, match="empty, the data set has no nodes"):
@@ -177,3 +267,12 @@ def test_cli_reads_a_tu_folder(tmp_path: Path) -> None:
     args = ["graphs", "train", "--data", "tu", "--root", str(tmp_path), "--name", "NOPE"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2 and "NOPE_A.txt not found" in res.output
+
+
+def test_cli_loader_can_leave_node_attributes_out(tmp_path: Path) -> None:
+    from hardneg.graphs.cli import load_graph_data
+
+    _write(tmp_path, "ATT2", attributes=np.ones((9, 2)))
+    with_attr = load_graph_data("tu", root=tmp_path, name="ATT2")
+    without = load_graph_data("tu", root=tmp_path, name="ATT2", node_attributes=False)
+    assert (with_attr.num_features, without.num_features) == (5, 3)

@@ -31,10 +31,22 @@ GraphsOpt = Annotated[int, typer.Option("--graphs", help="synthetic: number of g
 EpochsOpt = Annotated[int, typer.Option("--epochs", help="training epochs (the final epoch is reported)")]
 BatchOpt = Annotated[int, typer.Option("--batch-size", help="graphs per batch (HCL: 128)")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="torch threads")]
+TaskOpt = Annotated[str, typer.Option("--task", help="molecules: targets (which target) or activity")]
+AttrOpt = Annotated[bool, typer.Option("--node-attributes/--no-node-attributes",
+                                        help="tu: use NAME_node_attributes.txt (the papers' runs did not)")]
+MaxOpt = Annotated[int | None, typer.Option("--max-per-target", help="molecules: keep at most this many")]
 
 
 def load_graph_data(
-    data: str, *, root: Path | None, name: str | None, graphs: int = 600, seed: int = 0
+    data: str,
+    *,
+    root: Path | None,
+    name: str | None,
+    graphs: int = 600,
+    seed: int = 0,
+    task: str = "targets",
+    max_per_target: int | None = None,
+    node_attributes: bool = True,
 ) -> Any:
     """The data set of ``--data`` (a :class:`~hardneg.graphs.dataset.GraphDataset`)."""
     if data == "synthetic":
@@ -46,7 +58,7 @@ def load_graph_data(
             raise ValueError("--data tu needs --root DIR and --name NAME (files DIR/NAME/NAME_A.txt, ...)")
         from hardneg.graphs.tu import read_tu
 
-        return read_tu(root, name)
+        return read_tu(root, name, node_attributes=node_attributes)
     if data == "molecules":
         from hardneg.graphs.molecules import find_moleculeace, read_moleculeace
 
@@ -56,7 +68,7 @@ def load_graph_data(
                 "--data molecules needs --root (a folder of MoleculeACE CSVs) or the MoleculeACE package "
                 "installed (pip install --no-deps MoleculeACE==3.0.0)"
             )
-        return read_moleculeace(where)
+        return read_moleculeace(where, task=task, max_per_target=max_per_target)
     raise ValueError(f"--data must be one of ['molecules', 'synthetic', 'tu'], got {data!r}")
 
 
@@ -78,6 +90,9 @@ def compare(
     root: RootOpt = None,
     name: NameOpt = None,
     graphs: GraphsOpt = 600,
+    task: TaskOpt = "targets",
+    max_per_target: MaxOpt = None,
+    node_attributes: AttrOpt = True,
     methods: Annotated[str, typer.Option("--methods", help="comma-separated method names")] = (
         "infograph,hard:1,hard:2,hard:10,debiased:0.1,ot:1"
     ),
@@ -96,7 +111,8 @@ def compare(
 
     torch.set_num_threads(threads)
     try:
-        dataset = load_graph_data(data, root=root, name=name, graphs=graphs)
+        dataset = load_graph_data(data, root=root, name=name, graphs=graphs, task=task,
+                                  max_per_target=max_per_target, node_attributes=node_attributes)
         result = run_graph_compare(
             dataset, methods=[m.strip() for m in methods.split(",") if m.strip()],
             seeds=_ints(seeds, "--seeds"), out=out, epochs=epochs, batch_size=batch_size,
@@ -113,6 +129,9 @@ def train(
     root: RootOpt = None,
     name: NameOpt = None,
     graphs: GraphsOpt = 600,
+    task: TaskOpt = "targets",
+    max_per_target: MaxOpt = None,
+    node_attributes: AttrOpt = True,
     method: Annotated[str, typer.Option("--method", help="infograph, hard:β, debiased:τ⁺, ot:ε")] = "hard:1",
     seed: Annotated[int, typer.Option("--seed")] = 0,
     epochs: EpochsOpt = 20,
@@ -128,7 +147,8 @@ def train(
 
     torch.set_num_threads(threads)
     try:
-        dataset = load_graph_data(data, root=root, name=name, graphs=graphs)
+        dataset = load_graph_data(data, root=root, name=name, graphs=graphs, task=task,
+                                  max_per_target=max_per_target, node_attributes=node_attributes)
         loss = parse_method(method).build()
         res = train_infograph(dataset, loss=loss, epochs=epochs, batch_size=batch_size, seed=seed)
         cv = cross_validated_accuracy(res.embeddings, dataset.labels, seed=seed)

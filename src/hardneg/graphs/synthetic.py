@@ -48,6 +48,26 @@ def _int(name: str, value: object, low: int, high: int | None = None) -> int:
     raise ValueError(f"{name} must be {bound}, got {value!r}")
 
 
+def _check_room(names: list[str], min_nodes: int, max_nodes: int, noise: float) -> None:
+    """Raise when a graph of n nodes has no room for its random extra edges (they would be drawn forever).
+
+    A graph of n nodes (b = n − 6 background nodes) has b(b−1)/2 + 6b − (b−1) − 2 free pairs with a
+    background end, and needs round(noise · b) + (10 − motif edges) of them. The room minus the need
+    grows with b once b ≥ noise (≤ 10), so the smallest 12 node counts decide.
+    """
+    pad = max(_MAX_MOTIF_EDGES - len(MOTIFS[k]) for k in names)
+    for n in range(min_nodes, min(max_nodes, min_nodes + 12) + 1):
+        b = n - _MOTIF_NODES
+        room = b * (b - 1) // 2 + _MOTIF_NODES * b - (b - 1) - 2
+        need = round(noise * b) + pad
+        if need > room:
+            raise ValueError(
+                f"noise_edges={noise!r} is too large for graphs of {n} nodes (min_nodes={min_nodes}): "
+                f"they have room for {room} random extra edges and need {need}; lower noise_edges or raise "
+                "min_nodes"
+            )
+
+
 def _one_graph(rng: np.random.Generator, motif: list[tuple[int, int]], n: int, noise: float) -> np.ndarray:
     """Edges (E, 2) of one graph: motif on nodes 0..5, background on 6..n−1, then permuted."""
     m = _MOTIF_NODES
@@ -93,7 +113,8 @@ def synthetic_motifs(
         num_graphs: number of graphs (≥ 2 per class).
         num_classes: 2 to 4 (the first ``num_classes`` of :data:`MOTIFS`).
         min_nodes, max_nodes: node-count range, ``8 ≤ min_nodes ≤ max_nodes``.
-        noise_edges: random extra background edges per background node (≥ 0).
+        noise_edges: random extra background edges per background node, in [0, 10] (an error
+            when a graph of ``min_nodes`` nodes has no room for them).
         seed: the same seed gives the same graphs, bit for bit.
 
     Example:
@@ -113,6 +134,7 @@ def synthetic_motifs(
     if not number or not 0 <= noise_edges <= 10:
         raise ValueError(f"noise_edges must be a number in [0, 10], got {noise_edges!r}")
     names = list(MOTIFS)[:num_classes]
+    _check_room(names, min_nodes, max_nodes, float(noise_edges))
     order = np.random.default_rng([seed, 0x6A]).permutation(num_graphs)
     labels = (order % num_classes).astype(np.int64)
     graphs = []
