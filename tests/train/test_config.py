@@ -192,5 +192,17 @@ def test_paper_configs_follow_hcl_settings():
 
 
 def test_user_facing_copies_match_the_packaged_configs():
-    for name in ("digits", "digits_compare"):
+    for name in ("digits", "digits_compare", "graphs", "graphs_compare"):
         assert (REPO / "configs" / f"{name}.yaml").read_text() == resolve_config_path(name).read_text()
+
+
+def test_paper_graph_configs_follow_hcl_fig3_settings():
+    names = ("MUTAG", "PTC_MR", "PROTEINS", "ENZYMES", "IMDB-BINARY", "IMDB-MULTI", "DD", "REDDIT-BINARY")
+    for name in names:
+        cfg = load_config(REPO / "configs" / "paper" / f"graphs_tu_{name}.yaml")
+        assert (cfg.data.dataset, cfg.data.name, cfg.data.graphs.node_attributes) == ("tu", name, False)
+        assert (cfg.model.encoder, cfg.model.width, cfg.model.layers) == ("gin", 32, 3)
+        assert (cfg.train.epochs, cfg.train.batch_size, cfg.train.lr) == (200, 128, 1e-3)
+        assert cfg.loss.negatives["name"] == "hard" and cfg.loss.negatives["rescale"] is True
+        assert cfg.sweep.grid == {"loss.negatives.beta": [0.0, 1.0, 2.0, 10.0]}
+        assert cfg.sweep.seeds == list(range(10)) and cfg.eval.cv_folds == 10

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-__all__ = ["GINEncoder", "InfoGraphModel", "ResidualMLP"]
+__all__ = ["GINEncoder", "InfoGraphModel", "ResidualMLP", "seeded_infograph_model"]
 
 
 def _check_int(name: str, value: int, low: int) -> int:
@@ -115,3 +115,18 @@ class InfoGraphModel(nn.Module):
             data.x, data.edge_index, data.batch, int(data.num_graphs)  # type: ignore[attr-defined]
         )
         return graphs
+
+
+def seeded_infograph_model(
+    *, in_dim: int, hidden: int = 32, num_layers: int = 3, seed: int = 0
+) -> InfoGraphModel:
+    """:class:`InfoGraphModel` initialised from ``seed`` alone (the global RNG is left untouched).
+
+    The one initialisation of :func:`hardneg.graphs.train_infograph` and of the training pipeline
+    (``hardneg train graphs``), so both start from the same weights for the same seed.
+    """
+    from hardneg.train.seeding import mix_seed
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(mix_seed(seed, 0x6E1))
+        return InfoGraphModel(in_dim=in_dim, hidden=hidden, num_layers=num_layers)

@@ -26,7 +26,13 @@ from hardneg.negatives import NegativeDistribution
 from hardneg.objectives import JensenShannon, Objective
 from hardneg.reduction import LossOutput
 
-__all__ = ["InfoGraphLoss", "check_local_global", "local_global_mask"]
+__all__ = [
+    "InfoGraphLoss",
+    "check_local_global",
+    "local_global_detailed",
+    "local_global_mask",
+    "local_global_pairs",
+]
 
 
 def check_local_global(local: Tensor, global_: Tensor, batch: Tensor) -> int:
@@ -64,6 +70,47 @@ def check_local_global(local: Tensor, global_: Tensor, batch: Tensor) -> int:
 def local_global_mask(batch: Tensor, num_graphs: int) -> Tensor:
     """``valid[u, j] = (j ≠ G(u))``: every graph but the node's own is a negative. (A,) → (A, B) bool."""
     return batch[:, None] != torch.arange(num_graphs, device=batch.device)[None, :]
+
+
+def local_global_pairs(
+    local: Tensor, global_: Tensor, batch: Tensor, labels: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor | None]]:
+    """The pair layout of a local–global batch for :meth:`~hardneg.ContrastiveLoss.pair_detailed`.
+
+    Anchors are the nodes ``local`` (A, d), each node's positive its own graph ``global_[batch]``
+    (A, d), the candidates every graph ``global_`` (B, d), with ``mask`` (A, B) excluding the
+    node's own graph; ``labels`` (B,) graph labels become anchor and candidate labels
+    (collision-free negatives, collision diagnostics). Returns
+    ``(anchors, positives, candidates, keyword arguments)``.
+    """
+    b = check_local_global(local, global_, batch)
+    batch = batch.to(device=local.device, dtype=torch.long)
+    if labels is not None and (not isinstance(labels, Tensor) or labels.shape != (b,)):
+        got = tuple(labels.shape) if isinstance(labels, Tensor) else type(labels).__name__
+        raise ValueError(f"labels must be a tensor of shape ({b},) (one label per graph), got {got}")
+    return local, global_[batch], global_, {
+        "mask": local_global_mask(batch, b),
+        "anchor_labels": None if labels is None else labels[batch],
+        "candidate_labels": labels,
+    }
+
+
+def local_global_detailed(
+    loss: ContrastiveLoss,
+    local: Tensor,
+    global_: Tensor,
+    batch: Tensor,
+    *,
+    labels: Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> LossOutput:
+    """Any :class:`~hardneg.ContrastiveLoss` on a local–global batch: loss (mean over nodes), diagnostics.
+
+    The step of the training pipeline for graphs (``data.dataset: graphs | tu | molecules``) and
+    of :class:`InfoGraphLoss`. Shapes: (A, d), (B, d), (A,) and optional (B,) labels.
+    """
+    anchors, positives, candidates, kw = local_global_pairs(local, global_, batch, labels)
+    return loss.pair_detailed(anchors, positives, candidates, generator=generator, **kw)
 
 
 class InfoGraphLoss(nn.Module):
@@ -138,21 +185,6 @@ class InfoGraphLoss(nn.Module):
     def objective(self) -> Objective:
         return self.loss.objective
 
-    def _pair(
-        self, local: Tensor, global_: Tensor, batch: Tensor, labels: Tensor | None
-    ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor | None]]:
-        """The pair layout's arguments: anchors = nodes, positives = their graphs, candidates = graphs."""
-        b = check_local_global(local, global_, batch)
-        batch = batch.to(device=local.device, dtype=torch.long)
-        if labels is not None and (not isinstance(labels, Tensor) or labels.shape != (b,)):
-            got = tuple(labels.shape) if isinstance(labels, Tensor) else type(labels).__name__
-            raise ValueError(f"labels must be a tensor of shape ({b},) (one label per graph), got {got}")
-        return local, global_[batch], global_, {
-            "mask": local_global_mask(batch, b),
-            "anchor_labels": None if labels is None else labels[batch],
-            "candidate_labels": labels,
-        }
-
     def detailed(
         self,
         local: Tensor,
@@ -163,8 +195,7 @@ class InfoGraphLoss(nn.Module):
         generator: torch.Generator | None = None,
     ) -> LossOutput:
         """Loss and diagnostics. ``labels``: (B,) graph labels (collision-free negatives, diagnostics)."""
-        anchors, positives, candidates, kw = self._pair(local, global_, batch, labels)
-        return self.loss.pair_detailed(anchors, positives, candidates, generator=generator, **kw)
+        return local_global_detailed(self.loss, local, global_, batch, labels=labels, generator=generator)
 
     def forward(
         self,
@@ -176,5 +207,5 @@ class InfoGraphLoss(nn.Module):
         generator: torch.Generator | None = None,
     ) -> Tensor:
         """The loss (mean over nodes). Shapes: (A, d), (B, d), (A,) → scalar."""
-        anchors, positives, candidates, kw = self._pair(local, global_, batch, labels)
+        anchors, positives, candidates, kw = local_global_pairs(local, global_, batch, labels)
         return self.loss.pair_forward(anchors, positives, candidates, generator=generator, **kw)

@@ -18,14 +18,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from hardneg.graphs.model import InfoGraphModel
+from hardneg.graphs.model import InfoGraphModel, seeded_infograph_model
 from hardneg.graphs.objective import InfoGraphLoss
-from hardneg.train.seeding import mix_seed, step_generator
+from hardneg.train.seeding import step_generator
 
 if TYPE_CHECKING:
     from hardneg.graphs.dataset import GraphDataset
 
-__all__ = ["GraphTrainResult", "embed_graphs", "train_infograph"]
+__all__ = ["GraphTrainResult", "drop_last", "embed_graphs", "train_infograph"]
 
 
 @dataclass
@@ -64,6 +64,11 @@ def embed_graphs(model: InfoGraphModel, graphs: list[Any], *, batch_size: int = 
     return np.concatenate(parts, axis=0)
 
 
+def drop_last(num_graphs: int, batch_size: int) -> bool:
+    """Drop an epoch's last batch only when it would hold a single graph (a node needs another graph)."""
+    return num_graphs % batch_size == 1
+
+
 def train_infograph(
     dataset: GraphDataset,
     *,
@@ -83,14 +88,18 @@ def train_infograph(
         dataset: the graphs (node features ``x``, ``edge_index``).
         loss: the local–global loss (:class:`~hardneg.graphs.InfoGraphLoss`, or any module with
             its ``detailed(local, global_, batch, labels=, generator=)`` method).
-        epochs, batch_size, lr, weight_decay: Adam on shuffled batches (the last, smaller batch
-            is dropped when it would hold a single graph: a node needs another graph as negative).
+        epochs, batch_size, lr, weight_decay: Adam on shuffled batches; epoch ``e``'s order is
+            the permutation of :class:`~hardneg.train.data.EpochBatchSampler` ``(seed, e)`` (the
+            pipeline's), and the last, smaller batch is dropped only when it would hold a single
+            graph (a node needs another graph as negative).
         hidden, num_layers: GIN width and depth (InfoGraph / HCL: 32 and 3).
         seed: seeds initialisation, batch order and the loss's per-step generator.
         use_labels: pass the graphs' labels (``Data.y``) to the loss (collision-free negatives,
             collision diagnostics); an unsupervised method never needs them.
     """
-    from torch_geometric.loader import DataLoader
+    from torch_geometric.data import Batch
+
+    from hardneg.train.data import EpochBatchSampler
 
     _check("epochs", epochs, 0)
     _check("batch_size", batch_size, 2)
@@ -100,24 +109,28 @@ def train_infograph(
     _check("weight_decay", weight_decay, 0.0, float)
     if len(dataset) < 2:
         raise ValueError(f"dataset must hold at least 2 graphs, got {len(dataset)}")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(mix_seed(seed, 0x6E1))
-        model = InfoGraphModel(in_dim=dataset.num_features, hidden=hidden, num_layers=num_layers)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    shuffle = torch.Generator().manual_seed(mix_seed(seed, 0x5A0))
-    drop_last = len(dataset) % batch_size == 1
-    loader = DataLoader(
-        dataset.graphs, batch_size=batch_size, shuffle=True, generator=shuffle, drop_last=drop_last
+    model = seeded_infograph_model(
+        in_dim=dataset.num_features, hidden=hidden, num_layers=num_layers, seed=seed
     )
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sampler = EpochBatchSampler(
+        num_items=len(dataset),
+        batch_size=batch_size,
+        seed=seed,
+        drop_last=drop_last(len(dataset), batch_size),
+    )
+    labels_all = torch.as_tensor(dataset.labels, dtype=torch.long)
     history: list[dict[str, float]] = []
     model.train()
     for epoch in range(epochs):
         t0 = time.perf_counter()
         sums: dict[str, float] = {}
         steps = 0
-        for step, data in enumerate(loader):
+        sampler.set_epoch(epoch)
+        for step, indices in enumerate(sampler):
+            data = Batch.from_data_list([dataset.graphs[i] for i in indices])
             local, global_, batch = model(data)
-            labels = data.y.view(-1) if use_labels else None
+            labels = labels_all[indices] if use_labels else None
             g = step_generator(seed, epoch, step)
             out = loss.detailed(local, global_, batch, labels=labels, generator=g)  # type: ignore[operator]
             optimizer.zero_grad(set_to_none=True)

@@ -53,6 +53,8 @@ def build_encoder(cfg: RunConfig, modality: Modality, train: Any) -> Any:
             f"invalid value for 'model.encoder': data.dataset {cfg.data.dataset!r} ({modality.name}) takes "
             f"one of {sorted(modality.encoders)}, got {m.encoder!r}"
         )
+    if modality.build_encoder is not None:
+        return modality.build_encoder(cfg, train)
     kwargs: dict[str, Any] = dict(modality.encoder_kwargs(cfg, train))
     if m.stem_stride is not None and m.encoder != "small_cnn":
         raise ConfigError(
@@ -107,5 +109,7 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
         moco_momentum=cfg.moco.momentum,
         use_labels=cfg.data.dataset != "random",
         grad_cache_chunk=t.grad_cache_chunk,
+        step=modality.step,
     )
     return module, callbacks
+

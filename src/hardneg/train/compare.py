@@ -30,14 +30,16 @@ from hardneg.train.run_folder import RunExists, RunResult, csv_text, load_result
 __all__ = [
     "CompareResult",
     "aggregate",
+    "beta_series",
     "format_table",
+    "paired_table",
     "prepare_root",
     "run_compare",
     "run_many",
     "sum_timing",
 ]
 
-TABLE_METRICS = ("linear_top1", "knn_top1", "knn_top5", "mean_top1")
+TABLE_METRICS = ("linear_top1", "knn_top1", "knn_top5", "mean_top1", "svm_cv", "logistic_cv")
 
 
 @dataclass
@@ -135,7 +137,7 @@ def run_many(
             return
         acc = ", ".join(
             f"{m.split('_')[0]} {100 * res[0].eval[m]:.1f}"
-            for m in ("linear_top1", "knn_top1", "mean_top1")
+            for m in ("linear_top1", "knn_top1", "mean_top1", "svm_cv", "logistic_cv")
             if m in res[0].eval
         )
         echo(f"[{i + 1}/{len(jobs)}] {label} seed {seed}: {acc} ({res[1]})")
@@ -210,12 +212,54 @@ def run_compare(
     result = CompareResult(
         root=root, runs=runs, table=table, timing=sum_timing([r for rs in runs.values() for r in rs])
     )
-    _write_compare(cfg, result)
+    _write_compare(cfg, result, {label: sub for label, _, sub, _ in jobs})
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _write_compare(cfg: RunConfig, result: CompareResult) -> None:
+def _seed_of(run: RunResult) -> int:
+    """The seed of a comparison run from its folder name ``seed<k>``."""
+    return int(run.run_dir.name.removeprefix("seed"))
+
+
+def paired_table(result: CompareResult) -> str:
+    """Markdown table of every strategy's paired difference to the first one (seed by seed)."""
+    from hardneg.train.paired import format_paired, paired_differences
+
+    if len(result.runs) < 2:
+        return ""
+    values = {label: {_seed_of(r): r.eval for r in rs} for label, rs in result.runs.items()}
+    baseline = next(iter(result.runs))
+    table = paired_differences(values, baseline=baseline, metrics=TABLE_METRICS)
+    return format_paired(table, baseline=baseline, metrics=TABLE_METRICS)
+
+
+def beta_series(
+    table: dict[str, dict[str, tuple[float, float]]], configs: dict[str, RunConfig], metric: str
+) -> dict[str, list[tuple[float, float, float]]]:
+    """Accuracy against β of the strategies on the uniform (β = 0) / hard (β) axis, one line per objective.
+
+    Robinson et al. (ICLR 2021), Fig. 3: InfoGraph is β = 0. Strategies with other
+    distributions (OT, …) or with a β chosen per batch are not on this axis.
+    """
+    groups: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for label, cfg in configs.items():
+        neg = cfg.loss.negatives
+        if label not in table or metric not in table[label]:
+            continue
+        if neg["name"] == "uniform":
+            beta = 0.0
+        elif neg["name"] == "hard" and neg.get("target_ess") is None:
+            beta = float(neg.get("beta", 1.0))
+        else:
+            continue
+        obj = cfg.loss.objective
+        key = ", ".join(f"{k}={v}" for k, v in obj.items())
+        groups[key].append((beta, *table[label][metric]))
+    return {k: v for k, v in groups.items() if len({p[0] for p in v}) >= 2}
+
+
+def _write_compare(cfg: RunConfig, result: CompareResult, configs: dict[str, RunConfig]) -> None:
     root = result.root
     rows: list[dict[str, Any]] = []
     for label, results in result.runs.items():
@@ -269,6 +313,16 @@ def _write_compare(cfg: RunConfig, result: CompareResult) -> None:
                 fig / "cosine_histograms.png",
                 title="test cosine similarity, same vs different label (first seed)",
             )
+        metric = next((m for m in TABLE_METRICS if any(m in row for row in result.table.values())), None)
+        by_beta = beta_series(result.table, configs, metric) if metric else {}
+        if by_beta:
+            figures.curves(
+                by_beta,
+                fig / "accuracy_vs_beta.png",
+                xlabel="β (0 = uniform negatives)",
+                ylabel=f"{metric} (%)",
+                title=f"{cfg.data.dataset}: mean ± std over {len(cfg.compare.seeds)} seeds",
+            )
         series = _epoch_series(result.runs)
         if series:
             figures.curves(
@@ -281,11 +335,16 @@ def _write_compare(cfg: RunConfig, result: CompareResult) -> None:
         f"# Compare `{cfg.name}` on {cfg.data.dataset}",
         "",
         f"{cfg.train.epochs} epochs, batch {cfg.train.batch_size}, encoder {cfg.model.encoder}, "
-        f"seeds {cfg.compare.seeds}.",
+        f"seeds {cfg.compare.seeds}. Every accuracy is that of the final epoch's encoder: no epoch "
+        "or setting is chosen on test data.",
         "",
         md,
         "",
     ]
+    paired = paired_table(result)
+    if paired:
+        lines += ["Paired differences to the first strategy (same seed: same initial weights, data order "
+                  "and evaluation folds):", "", paired, ""]
     lines += ["Time summed over runs:", "```", *timing_lines(result.timing), "```", ""]
     atomic_write_text(root / "summary.md", "\n".join(lines))
 

@@ -33,7 +33,7 @@ from hardneg.train.checkpoints import (
 from hardneg.train.config import RunConfig, dump_yaml, load_config
 from hardneg.train.data import ContrastiveDataModule
 from hardneg.train.engine import build_trainer
-from hardneg.train.evaluation import evaluate_encoder
+from hardneg.train.evaluation import EvalResult, evaluate_encoder
 from hardneg.train.latent import Split, split_inputs
 from hardneg.train.modality import get_modality
 from hardneg.train.module import ContrastiveModule
@@ -140,11 +140,13 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         )
         callbacks.append(online)
     t = cfg.train
+    dataset = get_modality(cfg.data.dataset).dataset(train, cfg)
     datamodule = ContrastiveDataModule(
-        dataset=get_modality(cfg.data.dataset).dataset(train, cfg),
+        dataset=dataset,
         batch_size=t.batch_size,
         seed=cfg.seed,
-        drop_last=t.drop_last,
+        # a last batch of one item has no negatives: always dropped
+        drop_last=t.drop_last or len(dataset) % t.batch_size == 1,  # type: ignore[arg-type]
     )
     trainer = build_trainer(
         run_dir=run,
@@ -192,27 +194,18 @@ def _evaluate_and_write(
     online: list[dict[str, float]],
 ) -> RunResult:
     e = cfg.eval
-    res = evaluate_encoder(
-        module.encoder,
-        train=train,
-        test=test,
-        linear=e.linear,
-        linear_C=e.linear_C,
-        knn=e.knn,
-        knn_k=e.knn_k,
-        knn_temperature=e.knn_temperature,
-        mean_classifier=e.mean_classifier,
-        kwise=e.kwise,
-        kwise_tasks=e.kwise_tasks,
-        batch_size=e.batch_size,
-        seed=cfg.seed,
-    )
+    modality = get_modality(cfg.data.dataset)
+    if modality.evaluate is not None:
+        res = modality.evaluate(module.encoder, train, test, cfg)
+    else:
+        res = _evaluate_views(cfg, module, train, test)
+    test_labels = torch.as_tensor(test.labels)
     timing["evaluate"] = res.seconds
     if e.figures:
         t0 = time.perf_counter()
         fig_dir = run / "figures"
         figures.cosine_histograms(
-            {cfg.name: (res.test_features, test.labels)},
+            {cfg.name: (res.test_features, test_labels)},
             fig_dir / "cosine_histograms.png",
             title="cosine similarity of test representations",
         )
@@ -242,7 +235,27 @@ def _evaluate_and_write(
         online=online,
         timing=timing,
         test_features=res.test_features,
-        test_labels=test.labels,
+        test_labels=test_labels,
+    )
+
+
+def _evaluate_views(cfg: RunConfig, module: ContrastiveModule, train: Split, test: Split) -> EvalResult:
+    """Linear / kNN / mean-classifier / k-wise readouts of the backbone's ``h`` (images, vectors)."""
+    e = cfg.eval
+    return evaluate_encoder(
+        module.encoder,
+        train=train,
+        test=test,
+        linear=e.linear,
+        linear_C=e.linear_C,
+        knn=e.knn,
+        knn_k=e.knn_k,
+        knn_temperature=e.knn_temperature,
+        mean_classifier=e.mean_classifier,
+        kwise=e.kwise,
+        kwise_tasks=e.kwise_tasks,
+        batch_size=e.batch_size,
+        seed=cfg.seed,
     )
 
 

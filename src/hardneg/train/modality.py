@@ -19,9 +19,18 @@ A modality provides:
   (``in_channels`` for images, ``in_dim`` for vectors);
 - ``encoders``: the encoder names that accept this data (checked at build time).
 
-A graph data set (a GNN encoder, PyG batches) or a sentence corpus (a GRU encoder, token
-batches) registers a new :class:`Modality` with :func:`register_dataset` and plugs in without
-touching the image code.
+A modality whose training signal is not "two views of each item" sets three optional hooks:
+
+- ``build_encoder(cfg, train) -> nn.Module``: the model, when it is not a backbone + projection
+  head of :func:`hardneg.models.build_encoder`;
+- ``step(encoder, loss, x, labels=, generator=) -> LossOutput``: one batch to the loss (the
+  module then skips the view maker);
+- ``evaluate(encoder, train, test, cfg) -> EvalResult``: the modality's own evaluation protocol
+  instead of linear / kNN / mean-classifier readouts on ``encoder(x)[0]``.
+
+Graphs (``data.dataset: graphs | tu | molecules``, :mod:`hardneg.graphs.pipeline`: a GIN encoder,
+PyG batches, InfoGraph's local–global step, cross-validated SVM evaluation) plug in this way; a
+user's data registers its own :class:`Modality` with :func:`register_dataset`.
 """
 
 from __future__ import annotations
@@ -83,6 +92,9 @@ class Modality:
     views: Callable[[RunConfig, Any], ViewMaker]
     encoder_kwargs: Callable[[RunConfig, Any], dict[str, Any]]
     encoders: tuple[str, ...]
+    build_encoder: Callable[[RunConfig, Any], nn.Module] | None = None
+    step: Callable[..., Any] | None = None
+    evaluate: Callable[[nn.Module, Any, Any, RunConfig], Any] | None = None
 
 
 _DATASETS: dict[str, Modality] = {}
@@ -188,3 +200,7 @@ def _register_builtins() -> None:
     for name in ("image_folder", "random"):
         _DATASETS.setdefault(name, _IMAGES)
     _DATASETS.setdefault("latent", _VECTORS)
+    from hardneg.graphs.pipeline import GRAPH_DATASETS, GRAPHS  # light: PyG is imported on use
+
+    for name in GRAPH_DATASETS:
+        _DATASETS.setdefault(name, GRAPHS)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import lightning as L
@@ -59,6 +60,8 @@ class ContrastiveModule(L.LightningModule):
         use_labels: pass labels to the loss (diagnostics; required by collision-free negatives).
         grad_cache_chunk: embed the views in chunks of this size without storing activations
             (:func:`~hardneg.gradcache.grad_cache_step`); ``None`` embeds the whole batch.
+        step: the modality's own step ``step(encoder, loss, x, labels=, generator=) -> LossOutput``
+            (graphs: nodes against graphs); replaces views + two encoder passes (SimCLR mode only).
     """
 
     def __init__(
@@ -77,6 +80,7 @@ class ContrastiveModule(L.LightningModule):
         moco_momentum: float = 0.99,
         use_labels: bool = True,
         grad_cache_chunk: int | None = None,
+        step: Callable[..., LossOutput] | None = None,
     ) -> None:
         super().__init__()
         if mode not in MODES:
@@ -89,6 +93,12 @@ class ContrastiveModule(L.LightningModule):
         self.grad_cache_chunk = grad_cache_chunk
         if grad_cache_chunk is not None and mode != "simclr":
             raise ValueError(f"grad_cache_chunk needs mode='simclr', got mode={mode!r}")
+        if step is not None and (mode != "simclr" or grad_cache_chunk is not None):
+            raise ValueError(
+                "a modality with its own step trains in mode='simclr' without grad_cache_chunk, "
+                f"got mode={mode!r}, grad_cache_chunk={grad_cache_chunk!r}"
+            )
+        self.modality_step = step
         self.automatic_optimization = grad_cache_chunk is None  # GradCache steps the optimiser itself
         self.mode = mode
         self.seed = int(seed)
@@ -137,12 +147,17 @@ class ContrastiveModule(L.LightningModule):
         return step_generator(self.seed, self.current_epoch, batch_idx, rank)
 
     def training_step(self, batch: tuple[Tensor, Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, x2, labels, _ = batch
+        x, x2, labels, indices = batch
         t0 = time.perf_counter()
         g = self._generator(batch_idx)
+        lab = labels if self.use_labels else None
+        if self.modality_step is not None:
+            out = self.modality_step(self.encoder, self.loss_fn, x, labels=lab, generator=g)
+            self.timings["loss_forward"] += time.perf_counter() - t0  # encoder and loss together
+            self._record(out, batch_size=int(indices.shape[0]))
+            return out.loss
         v1, v2 = self.views(x, x2, generator=g)
         t1 = time.perf_counter()
-        lab = labels if self.use_labels else None
         if self.mode == "simclr":
             if self.grad_cache_chunk is not None:
                 out, t2 = self._grad_cache_step(v1, v2, lab, g)
@@ -162,7 +177,7 @@ class ContrastiveModule(L.LightningModule):
         self.timings["augment"] += t1 - t0
         self.timings["encoder_forward"] += t2 - t1
         self.timings["loss_forward"] += t3 - t2
-        self._record(out, batch_size=x.shape[0])
+        self._record(out, batch_size=int(indices.shape[0]))
         return out.loss
 
     def _grad_cache_step(

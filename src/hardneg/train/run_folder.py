@@ -238,6 +238,7 @@ def write_outputs(cfg: RunConfig, result: RunResult) -> None:
         lines.append("")
     lines += ["| metric | accuracy (%) |", "|---|---|"]
     lines += [f"| {k} | {100 * v:.2f} |" for k, v in result.eval.items()]
+    lines += ["", "Accuracies of the final epoch's encoder (no epoch is chosen on test data)."]
     lines += ["", "Time:", "```", *timing_lines(result.timing), "```", ""]
     atomic_write_text(run / "summary.md", "\n".join(lines))
 

@@ -240,10 +240,10 @@ def _check_cross(cfg: RunConfig, *, check_groups: bool) -> None:
         modality = get_modality(cfg.data.dataset)
     except ValueError as err:
         raise ConfigError(f"invalid value for 'data.dataset': {err}") from None
-    if cfg.model.encoder not in ENCODER_NAMES:
+    if cfg.model.encoder not in ENCODER_NAMES and cfg.model.encoder not in modality.encoders:
         raise ConfigError(
-            f"invalid value for 'model.encoder': must be one of {sorted(ENCODER_NAMES)}, "
-            f"got {cfg.model.encoder!r}"
+            "invalid value for 'model.encoder': must be one of "
+            f"{sorted({*ENCODER_NAMES, *modality.encoders})}, got {cfg.model.encoder!r}"
         )
     for key, values in cfg.sweep.grid.items():
         if not values:
@@ -275,10 +275,36 @@ def _check_cross(cfg: RunConfig, *, check_groups: bool) -> None:
         )
     if cfg.data.dataset == "latent":
         _check_latent(cfg)
+    _check_modality_hooks(cfg, modality)
     if check_groups:
         for i, strategy in enumerate(cfg.compare.strategies):
             _check_dotted(cfg, strategy.overrides, f"compare.strategies[{i}].overrides")
         _check_dotted(cfg, {k: v[0] for k, v in cfg.sweep.grid.items()}, "sweep.grid")
+
+
+def _check_modality_hooks(cfg: RunConfig, modality: Any) -> None:
+    """Settings that a modality with its own step, encoder or evaluation cannot honour."""
+    name = f"data.dataset {cfg.data.dataset!r} ({modality.name})"
+    if modality.step is not None:
+        if cfg.train.mode != "simclr":
+            raise ConfigError(
+                f"invalid value for 'train.mode': {name} trains with its own step; use 'simclr', "
+                f"got {cfg.train.mode!r}"
+            )
+        if cfg.train.grad_cache_chunk is not None:
+            raise ConfigError(
+                f"invalid value for 'train.grad_cache_chunk': {name} trains with its own step; must be "
+                f"null, got {cfg.train.grad_cache_chunk}"
+            )
+    if modality.evaluate is not None and cfg.eval.every_n_epochs > 0:
+        raise ConfigError(
+            f"invalid value for 'eval.every_n_epochs': {name} has no online kNN; must be 0, "
+            f"got {cfg.eval.every_n_epochs}"
+        )
+    if modality.build_encoder is None and cfg.model.layers is not None:
+        raise ConfigError(
+            f"invalid value for 'model.layers': only used by gin; must be null, got {cfg.model.layers}"
+        )
 
 
 def _check_latent(cfg: RunConfig) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "CompareConfig",
     "DataConfig",
     "EvalConfig",
+    "GraphDataConfig",
     "LatentConfig",
     "LossConfig",
     "MocoConfig",
@@ -41,6 +42,9 @@ DATASETS = (
     "image_folder",
     "random",
     "latent",
+    "graphs",
+    "tu",
+    "molecules",
 )
 
 
@@ -72,16 +76,30 @@ class LatentConfig(Section):
     seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the simulator")
 
 
+class GraphDataConfig(Section):
+    """Graph data sets (``data.dataset: graphs | tu | molecules``; :mod:`hardneg.graphs.pipeline`)."""
+
+    num_graphs: int = Field(600, ge=2, description="graphs: number of synthetic graphs")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="graphs: seed of the synthetic family")
+    node_attributes: bool = Field(True, description="tu: use NAME_node_attributes.txt when present")
+    task: Literal["targets", "activity"] = Field(
+        "targets", description="molecules: which target, or active vs not"
+    )
+    max_per_target: int | None = Field(None, ge=1, description="molecules: keep at most this many per target")
+
+
 class DataConfig(Section):
     """Which data, which split, which views."""
 
     dataset: str = Field("digits", description="dataset name (see hardneg.train.modality)")
     root: str | None = Field(None, description="folder holding an on-disk dataset")
+    name: str | None = Field(None, description="tu: data set name (files root/NAME/NAME_A.txt, ...)")
     test_fraction: float = Field(0.25, gt=0.0, lt=1.0, description="digits: held-out fraction")
     split_seed: int = Field(0, ge=0, le=2**32 - 1, description="digits: seed of the stratified split")
     train_subset: int | None = Field(None, ge=2, description="use only the first N training items")
     test_subset: int | None = Field(None, ge=2, description="use only the first N test items")
     latent: LatentConfig = Field(default_factory=LatentConfig)
+    graphs: GraphDataConfig = Field(default_factory=GraphDataConfig)
     oracle_positive: bool = Field(False, description="second view = another item of the same class")
     augment: Literal["auto", "digits", "simclr", "none"] = Field("auto", description="view augmentation")
     image_size: int | None = Field(None, ge=1, description="output side of the augmentation")
@@ -100,6 +118,7 @@ class ModelConfig(Section):
     width: int | None = Field(None, ge=1, description="small_cnn: first conv channels; mlp: hidden width")
     feature_dim: int | None = Field(None, ge=1, description="small_cnn / mlp: representation size")
     stem_stride: int | None = Field(None, ge=1, description="small_cnn: first conv's stride (2 for 28x28)")
+    layers: int | None = Field(None, ge=1, description="gin: GIN layers (3; width = hidden size, 32)")
 
 
 class AnnealConfig(Section):
@@ -175,6 +194,9 @@ class EvalConfig(Section):
     )
     kwise_tasks: int = Field(500, ge=1, description="sampled tasks per k")
     every_n_epochs: int = Field(0, ge=0, description="online kNN accuracy every n epochs (0 = off)")
+    svm: bool = Field(True, description="graphs: SVM readout, C by inner CV")
+    logistic: bool = Field(True, description="graphs: logistic-regression readout, C by inner CV")
+    cv_folds: int = Field(10, ge=2, description="graphs: outer stratified cross-validation folds")
     figures: bool = Field(True, description="write figures")
     batch_size: int = Field(512, ge=1, description="feature-extraction batch size")
 

@@ -1,0 +1,83 @@
+"""Paired differences between strategies trained on the same seeds.
+
+Two strategies run with seed ``k`` share their initial weights, data order and evaluation
+folds, so the seed-by-seed difference ``acc_s(k) − acc_base(k)`` removes the variance they share;
+its mean ± sample std over seeds and the number of seeds on which the strategy wins are what a
+claim "s beats the baseline" rests on (much more than two overlapping mean ± std intervals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["PairedDifference", "format_paired", "paired_differences"]
+
+
+class PairedDifference(tuple[float, float, int, int]):
+    """``(mean, std, wins, seeds)`` of the per-seed differences (std with ddof=1; 0 for one seed)."""
+
+    __slots__ = ()
+
+    def __new__(cls, mean: float, std: float, wins: int, seeds: int) -> PairedDifference:
+        return super().__new__(cls, (mean, std, wins, seeds))
+
+
+def paired_differences(
+    values: Mapping[str, Mapping[int, Mapping[str, float]]],
+    *,
+    baseline: str,
+    metrics: Sequence[str],
+) -> dict[str, dict[str, PairedDifference]]:
+    """``out[strategy][metric]`` = paired difference to ``baseline`` over the seeds both ran.
+
+    Args:
+        values: ``values[strategy][seed][metric]`` (e.g. accuracies in [0, 1]).
+        baseline: the strategy every other one is compared to.
+        metrics: the metrics to compare (those missing for a pair of runs are skipped).
+
+    >>> v = {"a": {0: {"acc": 0.5}, 1: {"acc": 0.6}}, "b": {0: {"acc": 0.7}, 1: {"acc": 0.6}}}
+    >>> d = paired_differences(v, baseline="a", metrics=["acc"])["b"]["acc"]
+    >>> round(d[0], 3), round(d[1], 3), d[2], d[3]
+    (0.1, 0.141, 1, 2)
+    """
+    if baseline not in values:
+        raise ValueError(f"baseline must be one of {sorted(values)}, got {baseline!r}")
+    base = values[baseline]
+    out: dict[str, dict[str, PairedDifference]] = {}
+    for name, runs in values.items():
+        if name == baseline:
+            continue
+        row: dict[str, PairedDifference] = {}
+        for metric in metrics:
+            seeds = [s for s in runs if s in base and metric in runs[s] and metric in base[s]]
+            if not seeds:
+                continue
+            diff = np.array([runs[s][metric] - base[s][metric] for s in seeds], dtype=float)
+            std = float(diff.std(ddof=1)) if len(diff) > 1 else 0.0
+            row[metric] = PairedDifference(float(diff.mean()), std, int((diff > 0).sum()), len(diff))
+        out[name] = row
+    return out
+
+
+def format_paired(
+    table: Mapping[str, Mapping[str, PairedDifference]], *, baseline: str, metrics: Sequence[str]
+) -> str:
+    """Markdown table of paired differences in percentage points: ``+1.20 ± 1.36 (4/5)``."""
+    cols = [m for m in metrics if any(m in row for row in table.values())]
+    lines = [f"| strategy − {baseline} | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for name, row in table.items():
+        cells = []
+        for m in cols:
+            if m not in row:
+                cells.append("–")
+                continue
+            mean, std, wins, n = row[m]
+            cells.append(f"{100 * mean:+.2f} ± {100 * std:.2f} ({wins}/{n})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append(
+        "\n(percentage points, mean ± std over seeds of the seed-by-seed difference; "
+        "(w/n): seeds on which the strategy scored higher)"
+    )
+    return "\n".join(lines)
