@@ -83,10 +83,14 @@ def _one_run(
 
 def summarise(runs: list[dict[str, Any]], *, baseline: str = "infograph") -> list[dict[str, Any]]:
     """Mean ± std over seeds per method, and the paired difference to ``baseline`` (seed by seed)."""
+    from hardneg.train.paired import paired_differences
+
     by_method: dict[str, dict[int, dict[str, Any]]] = {}
     for r in runs:
         by_method.setdefault(r["method"], {})[int(r["seed"])] = r
-    base = by_method.get(baseline, {})
+    values = {m: {s: {k: r[f"{k}_accuracy"] for k in READOUTS} for s, r in seeds.items()}
+              for m, seeds in by_method.items()}
+    paired = paired_differences(values, baseline=baseline, metrics=READOUTS) if baseline in values else {}
     rows = []
     for method, seeds in by_method.items():
         row: dict[str, Any] = {"method": method, "seeds": len(seeds)}
@@ -94,13 +98,11 @@ def summarise(runs: list[dict[str, Any]], *, baseline: str = "infograph") -> lis
             acc = np.array([seeds[s][f"{readout}_accuracy"] for s in sorted(seeds)])
             row[f"{readout}_mean"] = float(acc.mean())
             row[f"{readout}_std"] = float(acc.std(ddof=1)) if len(acc) > 1 else math.nan
-            common = sorted(set(seeds) & set(base))
-            if method != baseline and common:
-                key = f"{readout}_accuracy"
-                diff = np.array([seeds[s][key] - base[s][key] for s in common])
-                row[f"{readout}_diff_mean"] = float(diff.mean())
-                row[f"{readout}_diff_std"] = float(diff.std(ddof=1)) if len(diff) > 1 else math.nan
-                row[f"{readout}_wins"] = f"{int((diff > 0).sum())}/{len(diff)}"
+            if readout in paired.get(method, {}):
+                mean, std, wins, n = paired[method][readout]
+                row[f"{readout}_diff_mean"] = mean
+                row[f"{readout}_diff_std"] = std if n > 1 else math.nan
+                row[f"{readout}_wins"] = f"{wins}/{n}"
         row["train_seconds"] = float(np.mean([seeds[s]["train_seconds"] for s in seeds]))
         rows.append(row)
     return rows
