@@ -8,6 +8,7 @@ from hardneg.objectives.hinge import Hinge, hinge_max
 from hardneg.objectives.jsd import JensenShannon
 from hardneg.objectives.logistic import Logistic, LogisticMPair
 from hardneg.objectives.nce import InfoNCE, info_nce
+from hardneg.objectives.prior import TauPlusEstimator, mixture_proportion
 from hardneg.objectives.triplet import Triplet
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "Logistic",
     "LogisticMPair",
     "Objective",
+    "TauPlusEstimator",
     "Triplet",
     "block_differences",
     "block_loss",
@@ -26,4 +28,5 @@ __all__ = [
     "hinge_max",
     "info_nce",
     "log1mexp",
+    "mixture_proportion",
 ]

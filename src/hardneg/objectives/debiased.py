@@ -12,6 +12,7 @@ from torch import Tensor
 from hardneg._validation import check_in_interval
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective, log1mexp
+from hardneg.objectives.prior import TauPlusEstimator
 
 __all__ = ["Debiased", "debiased_log_negative"]
 
@@ -56,14 +57,40 @@ class Debiased(Objective):
 
     Args:
         tau_plus: class prior τ⁺ ∈ [0, 1), the probability that a negative shares the anchor's
-            latent class (1/C for C balanced classes).
+            latent class (1/C for C balanced classes); ``"auto"`` estimates it from each training
+            batch's scores (:class:`~hardneg.objectives.prior.TauPlusEstimator`: a PU mixture
+            proportion with the positives as the labelled sample, smoothed over steps); a
+            :class:`~hardneg.objectives.prior.TauPlusEstimator` instance sets its options. The
+            estimate is updated only in training mode and logged as the ``tau_plus`` diagnostic.
     """
 
     row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it
 
-    def __init__(self, tau_plus: float = 0.1):
+    def __init__(self, tau_plus: float | str | TauPlusEstimator = 0.1):
         super().__init__()
-        self.tau_plus = check_in_interval("tau_plus", tau_plus, low=0.0, high=1.0)
+        self.estimator: TauPlusEstimator | None = None
+        if isinstance(tau_plus, TauPlusEstimator):
+            self.estimator = tau_plus
+        elif isinstance(tau_plus, str):
+            if tau_plus != "auto":
+                raise ValueError(f"tau_plus must be a number in [0, 1) or 'auto', got {tau_plus!r}")
+            self.estimator = TauPlusEstimator()
+        self._tau_plus = 0.0
+        if self.estimator is not None:
+            # the estimate reads every candidate score of the batch: not a row statistic
+            self.row_reducible = False
+        else:
+            self._tau_plus = check_in_interval("tau_plus", tau_plus, low=0.0, high=1.0)  # type: ignore[arg-type]
+
+    @property
+    def auto(self) -> bool:
+        """Whether τ⁺ is estimated from the data."""
+        return self.estimator is not None
+
+    @property
+    def tau_plus(self) -> float:
+        """The τ⁺ in use: the fixed value, or the estimator's current estimate."""
+        return self.estimator.current if self.estimator is not None else self._tau_plus
 
     def log_negative(self, weighted: WeightedScores) -> tuple[Tensor, Tensor]:
         """``(log Neg_i, clamp_active_i)`` for each anchor, shapes (A,) (O(A) on the memoised sum)."""
@@ -77,13 +104,20 @@ class Debiased(Objective):
         )
 
     def forward(self, weighted: WeightedScores) -> Tensor:
+        if self.estimator is not None and self.training:
+            s = weighted.scores
+            self.estimator.update(s.positive, s.logits, s.mask)
         log_neg, _ = self.log_negative(weighted)
         return F.softplus(log_neg - weighted.scores.positive)
 
     def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
-        """``clamp_fraction``: the fraction of anchors whose floor ``N_i e^{−1/t}`` binds."""
+        """``clamp_fraction``: the fraction of anchors whose floor ``N_i e^{−1/t}`` binds; with
+        ``tau_plus="auto"`` also ``tau_plus``, the estimate in use."""
         _, active = self.log_negative(weighted)
-        return {"clamp_fraction": float(active.float().mean())}
+        out = {"clamp_fraction": float(active.float().mean())}
+        if self.estimator is not None:
+            out["tau_plus"] = self.estimator.current
+        return out
 
     def _config(self) -> dict[str, object]:
-        return {"tau_plus": self.tau_plus}
+        return {"tau_plus": "auto" if self.estimator is not None else self.tau_plus}
