@@ -168,7 +168,8 @@ def test_packaged_configs_resolve_and_validate():
 
 
 def test_repository_configs_validate():
-    paths = sorted([*(REPO / "configs").glob("*.yaml"), *(REPO / "configs" / "paper").glob("*.yaml")])
+    folders = (REPO / "configs", REPO / "configs" / "paper", REPO / "configs" / "studies")
+    paths = sorted(p for folder in folders for p in folder.glob("*.yaml"))
     assert paths, "configs/ holds the user-facing and paper configs"
     for path in paths:
         cfg = load_config(path)

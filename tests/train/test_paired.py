@@ -26,7 +26,12 @@ def test_paired_difference_is_the_mean_and_std_of_seedwise_differences() -> None
     assert out["new"]["knn"] == pytest.approx((-0.1, 0.0, 0, 1))
     assert "absent" not in out["new"] and "base" not in out
     text = format_paired(out, baseline="base", metrics=["acc", "knn"])
-    assert "| new | +2.00 ± 3.00 (2/3) | -10.00 ± 0.00 (0/1) |" in text
+    half = 4.302652729911275 * std / math.sqrt(3)  # t_{0.975, 2}
+    lo, hi = acc.interval()
+    assert (lo, hi) == pytest.approx((mean - half, mean + half), abs=1e-9)
+    assert math.isnan(out["new"]["knn"].interval()[0])
+    cell = f"+2.00 ± 3.00, CI [{100 * lo:+.2f}, {100 * hi:+.2f}] (2/3)"
+    assert f"| new | {cell} | -10.00 ± 0.00 (0/1) |" in text
 
 
 def test_paired_difference_needs_a_known_baseline() -> None:

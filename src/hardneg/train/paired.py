@@ -8,6 +8,7 @@ claim "s beats the baseline" rests on (much more than two overlapping mean ± st
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -22,6 +23,19 @@ class PairedDifference(tuple[float, float, int, int]):
 
     def __new__(cls, mean: float, std: float, wins: int, seeds: int) -> PairedDifference:
         return super().__new__(cls, (mean, std, wins, seeds))
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Student-t confidence interval of the mean difference, ``mean ± t_{n−1} std / √n``.
+
+        ``(nan, nan)`` with one seed (no spread to scale by).
+        """
+        from scipy.stats import t
+
+        mean, std, _, n = self
+        if n < 2:
+            return (math.nan, math.nan)
+        half = float(t.ppf(0.5 + level / 2, n - 1)) * std / math.sqrt(n)
+        return (mean - half, mean + half)
 
 
 def paired_differences(
@@ -74,10 +88,12 @@ def format_paired(
                 cells.append("–")
                 continue
             mean, std, wins, n = row[m]
-            cells.append(f"{100 * mean:+.2f} ± {100 * std:.2f} ({wins}/{n})")
+            lo, hi = row[m].interval()
+            ci = f", CI [{100 * lo:+.2f}, {100 * hi:+.2f}]" if n > 1 else ""
+            cells.append(f"{100 * mean:+.2f} ± {100 * std:.2f}{ci} ({wins}/{n})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines.append(
-        "\n(percentage points, mean ± std over seeds of the seed-by-seed difference; "
-        "(w/n): seeds on which the strategy scored higher)"
+        "\n(percentage points, mean ± std over seeds of the seed-by-seed difference, its 95 % "
+        "Student-t confidence interval; (w/n): seeds on which the strategy scored higher)"
     )
     return "\n".join(lines)
