@@ -6,6 +6,7 @@
     hardneg evaluate RUN [--checkpoint PATH] [--no-figures]
     hardneg compare CONFIG [key=value ...] [--out DIR] [--resume] [--force]
     hardneg sweep CONFIG [key=value ...] [--out DIR] [--resume] [--force]
+    hardneg reproduce [--budget small|full]    # the papers' claims, run and judged -> claims.md
     hardneg config CONFIG [key=value ...]      # print the resolved config
     hardneg configs                            # list the packaged configs
     hardneg theory ...                         # bounds, optimal K, collisions (if installed)
@@ -196,6 +197,37 @@ def sweep(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
     except _USER_ERRORS as err:
         raise _fail(err) from None
     _print_group(result, "grid point", time.perf_counter() - start, quiet)
+
+
+@app.command()
+def reproduce(
+    budget: Annotated[
+        str, typer.Option("--budget", help="small (minutes on 2 CPU cores) or full (hours)")
+    ] = "small",
+    out: Annotated[Path, typer.Option("--out", help="output folder (finished runs are reused)")] = Path(
+        "runs/reproduce"
+    ),
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="run only this claim id (repeatable)")
+    ] = None,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Run the papers' claims as seeded comparisons -> claims.md, claims.csv, figures/claims.png."""
+    _quiet_lightning()
+    from hardneg.reproduce.run import run_reproduce
+
+    start = time.perf_counter()
+    try:
+        result = run_reproduce(budget=budget, out=out, only=only, force=force,
+                               echo=(lambda msg: None) if quiet else _echo)
+    except _USER_ERRORS as err:
+        raise _fail(err) from None
+    text = (result.root / "claims.md").read_text()
+    typer.echo(text.split("\n## ", 1)[0].rstrip())
+    if not quiet:
+        _echo(f"\nreport: {result.root / 'claims.md'} (claims.csv, figures/claims.png)")
+        _echo(f"wall time: {time.perf_counter() - start:.1f} s")
 
 
 @app.command("config")

@@ -36,6 +36,7 @@ __all__ = [
     "prepare_root",
     "run_compare",
     "run_many",
+    "run_seed",
     "sum_timing",
 ]
 
@@ -217,7 +218,7 @@ def run_compare(
     return result
 
 
-def _seed_of(run: RunResult) -> int:
+def run_seed(run: RunResult) -> int:
     """The seed of a comparison run from its folder name ``seed<k>``."""
     return int(run.run_dir.name.removeprefix("seed"))
 
@@ -228,7 +229,7 @@ def paired_table(result: CompareResult) -> str:
 
     if len(result.runs) < 2:
         return ""
-    values = {label: {_seed_of(r): r.eval for r in rs} for label, rs in result.runs.items()}
+    values = {label: {run_seed(r): r.eval for r in rs} for label, rs in result.runs.items()}
     baseline = next(iter(result.runs))
     table = paired_differences(values, baseline=baseline, metrics=TABLE_METRICS)
     return format_paired(table, baseline=baseline, metrics=TABLE_METRICS)
