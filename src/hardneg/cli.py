@@ -155,12 +155,15 @@ def evaluate(run: Annotated[Path, typer.Argument(help="run folder written by `ha
     typer.echo(" ".join(f"{k}={100 * v:.2f}" for k, v in result.eval.items()))
 
 
-def _print_group(result, label: str, wall: float, quiet: bool) -> None:  # type: ignore[no-untyped-def]
-    from hardneg.train.compare import format_table
+def _print_group(result, label: str, wall: float, quiet: bool, paired: bool = False) -> None:  # type: ignore[no-untyped-def]
+    from hardneg.train.compare import format_table, paired_table
     from hardneg.train.run_folder import timing_lines
 
     seeds = max((len(v) for v in result.runs.values()), default=0)
     typer.echo(format_table(result.table, label=label, seeds=seeds))
+    table = paired_table(result) if paired else ""
+    if table:
+        typer.echo(f"\npaired differences to {next(iter(result.runs))} (same seeds):\n{table}")
     if not quiet:
         _echo(f"\nresults: {result.root} (table.md, results.csv, figures/)")
         _echo("time summed over runs:\n" + "\n".join(timing_lines(result.timing)))
@@ -180,7 +183,7 @@ def compare(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = Non
         result = run_compare(cfg, out, resume=resume, force=force, quiet=quiet, echo=_echo)
     except _USER_ERRORS as err:
         raise _fail(err) from None
-    _print_group(result, "strategy", time.perf_counter() - start, quiet)
+    _print_group(result, "strategy", time.perf_counter() - start, quiet, paired=True)
 
 
 @app.command()

@@ -142,7 +142,7 @@ def test_compare_graphs_writes_paired_differences_and_beta_figure(tmp_path: Path
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "svm_cv" in result.output
+    assert "svm_cv" in result.output and "paired differences to infograph" in result.output
     summary = (out / "summary.md").read_text()
     assert "Paired differences" in summary and "| hard-2 |" in summary and "final epoch" in summary
     assert (out / "figures" / "accuracy_vs_beta.png").stat().st_size > 1000
