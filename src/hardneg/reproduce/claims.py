@@ -128,7 +128,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("hard-beats-debiased", "Hard negatives improve on debiasing alone (beta = 1 vs beta = 0).",
           "Robinson et al. (ICLR 2021), Table 1 / Fig. 4 (left)", "digits", "debiased", "hard",
           "linear_top1"),
-    Claim("ot-beats-hard", "Entropic-OT negatives do at least as well as HCL's hard negatives.",
+    Claim("ot-beats-hard", "Entropic-OT negatives improve on HCL's hard negatives.",
           "Jiang, Ishwar, Aeron (arXiv:2111.03169), Table 1", "digits", "hard", "ot", "linear_top1"),
     Claim("hard-helps-true-positives", "With true positives, hard negatives (beta = 1) beat uniform ones.",
           "Robinson et al. (ICLR 2021), Fig. 4 (middle)", "latent", "uniform", "hard", "mean_top1"),
