@@ -33,6 +33,7 @@ __all__ = [
     "BatchedImages",
     "ContrastiveDataModule",
     "EpochBatchSampler",
+    "SameClassPartners",
     "load_image_splits",
 ]
 
@@ -116,12 +117,47 @@ class EpochBatchSampler(Sampler[list[int]]):
             yield batch
 
 
+class SameClassPartners:
+    """For each index, another item of its class (true positives), drawn reproducibly per batch.
+
+    The partner of each index is drawn from a generator seeded by ``(seed, the batch's first
+    indices, its length)``, so it does not depend on how many batches came before; an item alone
+    in its class, or unlabelled (label < 0), is its own partner. Used by oracle positives of
+    images and by the sentence-of-the-same-article positives of text.
+    """
+
+    def __init__(self, labels: Tensor, *, seed: int) -> None:
+        self.labels = labels.long()
+        self.seed = int(seed)
+        self._members: dict[int, Tensor] = {}
+        self._position = torch.zeros(len(self.labels), dtype=torch.long)
+        for value in torch.unique(self.labels).tolist():
+            if value >= 0:
+                members = torch.nonzero(self.labels == value).flatten()
+                self._members[value] = members
+                self._position[members] = torch.arange(members.numel())
+
+    def __call__(self, indices: Tensor) -> Tensor:
+        """Same-class partner index of each index, shape of ``indices``."""
+        g = torch.Generator().manual_seed(mix_seed(self.seed, 0x0AC1E, *indices[:8].tolist(), len(indices)))
+        out = indices.clone()
+        offsets = torch.rand(len(indices), generator=g, dtype=torch.float64)
+        for i, idx in enumerate(indices.tolist()):
+            members = self._members.get(int(self.labels[idx]))
+            if members is None or members.numel() < 2:
+                continue
+            m = members.numel()
+            step = 1 + int(offsets[i] * (m - 1))  # uniform in 1..m-1: never the item itself
+            out[i] = members[(int(self._position[idx]) + step) % m]
+        return out
+
+
 class BatchedImages(Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]):
     """Index with a list of indices → ``(images, partner_images, labels, indices)``.
 
     ``partner_images`` are the same images, or with ``oracle_positive`` another image of the
-    same class for each one (true positives; an image alone in its class, or unlabelled, is its
-    own partner). Images stay in their stored dtype until indexed (uint8 CIFAR stays compact).
+    same class for each one (true positives, :class:`SameClassPartners`). Images stay in their
+    stored dtype until indexed (uint8 CIFAR stays compact).
 
     Shapes: images ``(B, C, H, W)`` float32 in [0, 1]; labels, indices ``(B,)`` int64.
     """
@@ -131,33 +167,14 @@ class BatchedImages(Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]):
         self.labels = data.labels.long()
         self.oracle_positive = bool(oracle_positive)
         self.seed = int(seed)
-        self._members: dict[int, Tensor] = {}
-        self._position = torch.zeros(len(self.labels), dtype=torch.long)
-        if self.oracle_positive:
-            for value in torch.unique(self.labels).tolist():
-                if value >= 0:
-                    members = torch.nonzero(self.labels == value).flatten()
-                    self._members[value] = members
-                    self._position[members] = torch.arange(members.numel())
+        self._partners = SameClassPartners(self.labels, seed=seed) if self.oracle_positive else None
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
     def partners(self, indices: Tensor) -> Tensor:
         """Same-class partner index of each index (seeded by the batch's indices)."""
-        if not self.oracle_positive:
-            return indices
-        g = torch.Generator().manual_seed(mix_seed(self.seed, 0x0AC1E, *indices[:8].tolist(), len(indices)))
-        out = indices.clone()
-        offsets = torch.rand(len(indices), generator=g, dtype=torch.float64)
-        for i, idx in enumerate(indices.tolist()):
-            members = self._members.get(int(self.labels[idx]))
-            if members is None or members.numel() < 2:
-                continue
-            m = members.numel()
-            step = 1 + int(offsets[i] * (m - 1))  # uniform in 1..m-1: never the image itself
-            out[i] = members[(int(self._position[idx]) + step) % m]
-        return out
+        return indices if self._partners is None else self._partners(indices)
 
     def __getitem__(self, indices: list[int]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         idx = torch.as_tensor(indices, dtype=torch.long).reshape(-1)

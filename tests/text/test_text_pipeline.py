@@ -1,0 +1,110 @@
+"""Sentences labelled by article through the training pipeline (`data.dataset: articles`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from hardneg.cli import app
+from hardneg.text.model import BagOfWords
+from hardneg.text.pipeline import split_by_article
+from hardneg.train.config import ConfigError, load_config
+from hardneg.train.experiment import load_data
+
+TOPICS = {
+    "cats": "cat kitten purr whisker meow",
+    "ships": "ship sail harbour anchor crew",
+    "rain": "rain cloud storm umbrella wet",
+    "code": "code compile bug python test",
+    "bread": "bread flour oven yeast bake",
+    "chess": "chess rook pawn king board",
+}
+
+
+def _write_tsv(path: Path, *, per_article: int = 8, extra: str = "") -> Path:
+    rng = np.random.default_rng(0)
+    lines = []
+    for article, words in TOPICS.items():
+        vocab = words.split()
+        for _ in range(per_article):
+            fillers = rng.choice(["the", "a", "and", "of"], size=3).tolist()
+            picked = rng.choice(vocab, size=4).tolist() + fillers
+            lines.append(f"{article}\t{' '.join(picked).capitalize()}.")
+    path.write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+TINY = ["data.text.source=tsv", "data.text.min_count=1", "train.batch_size=16", "train.epochs=4",
+        "eval.kwise=[1]", "eval.kwise_tasks=50", "eval.knn_k=5", "eval.figures=false", "train.progress=false"]
+
+
+def test_bag_of_words_is_the_mean_of_word_embeddings() -> None:
+    enc = BagOfWords(vocab_size=12, dim=5).double()
+    x = torch.tensor([[3, 4, 4, 0, 0], [7, 0, 0, 0, 0], [1, 2, 3, 4, 5]])
+    w = enc.embedding.weight.detach()
+    for row, ids in zip(enc(x), x.tolist()):
+        words = [i for i in ids if i != 0]
+        expected = sum(w[i] for i in words) / len(words)  # Σ_w count_w / len(x) · E_w
+        assert torch.allclose(row, expected, atol=1e-12)
+    with pytest.raises(ValueError, match="tokens must be a"):
+        enc(x.float())
+    with pytest.raises(ValueError, match="vocab_size must be an int >= 2"):
+        BagOfWords(vocab_size=1)
+
+
+def test_split_keeps_two_training_sentences_per_article() -> None:
+    labels = np.repeat(np.arange(5), [2, 3, 4, 10, 1])
+    train, test = split_by_article(labels, test_fraction=0.5, seed=3)
+    assert not set(train) & set(test)
+    counts = np.bincount(labels[train], minlength=5)
+    assert counts.tolist() == [2, 2, 2, 5, 0]  # the lone sentence of article 4 has no positive
+    assert np.bincount(labels[test], minlength=5).tolist() == [0, 1, 2, 5, 0]
+    again = split_by_article(labels, test_fraction=0.5, seed=3)
+    assert np.array_equal(train, again[0]) and np.array_equal(test, again[1])
+
+
+def test_loads_splits_and_vocabulary_from_a_tsv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write_tsv(tmp_path / "c.tsv", extra="lonely\tOnly one sentence here.\n")
+    cfg = load_config("articles", [*TINY, f"data.root={path}"])
+    train, test = load_data(cfg)
+    assert "1 article(s) with fewer than two sentences left out" in capsys.readouterr().err
+    assert train.inputs.dtype == torch.long and train.inputs.shape[1] == 64
+    assert len(train) == 6 * 6 and len(test) == 6 * 2  # 25 % of 8 held out per article
+    assert "kitten" in train.vocab and train.vocab.decode([0, 1]) == ["<pad>", "<unk>"]
+
+
+def test_trains_and_separates_articles(tmp_path: Path) -> None:
+    path = _write_tsv(tmp_path / "c.tsv")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["train", "articles", *TINY, f"data.root={path}", "train.epochs=15",
+                                      "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((out / "metrics.json").read_text())["eval"]
+    assert {"linear_top1", "mean_top1", "kwise1_top1"} <= set(metrics)
+    assert metrics["mean_top1"] > 0.6  # 6 articles: chance is 1/6
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["data.text.source=tsv"], "data.root"),
+        (["data.text.num_articles=99"], "data.text.num_articles"),
+    ],
+)
+def test_bad_text_settings_name_the_key(tmp_path: Path, overrides: list[str], key: str) -> None:
+    extra = [f"data.root={_write_tsv(tmp_path / 'c.tsv')}"] if key != "data.root" else []
+    cfg = load_config("articles", [*TINY, *extra, *overrides])
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_data(cfg)
+
+
+def test_image_encoders_are_refused_for_sentences() -> None:
+    with pytest.raises(ConfigError, match=r"model\.encoder"):
+        load_config("articles", ["model.encoder=small_cnn"])
+    with pytest.raises(ConfigError, match=r"model\.layers"):
+        load_config("articles", ["model.layers=2"])
