@@ -87,6 +87,9 @@ def test_trains_and_separates_articles(tmp_path: Path) -> None:
     metrics = json.loads((out / "metrics.json").read_text())["eval"]
     assert {"linear_top1", "mean_top1", "kwise1_top1"} <= set(metrics)
     assert metrics["mean_top1"] > 0.6  # 6 articles: chance is 1/6
+    from hardneg.text.vocab import Vocabulary
+
+    assert "kitten" in Vocabulary.load(out / "vocab.json")  # the run folder keeps its vocabulary
 
 
 @pytest.mark.parametrize(

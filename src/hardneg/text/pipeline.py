@@ -14,7 +14,7 @@ Loading (``data.text``): the corpus (``source: nyt`` — the NYT editorial sente
 least two stay in training. Sentences that tokenise to nothing and articles with fewer than two
 sentences (no positive) are left out, and their number is reported. The vocabulary is built on the
 training sentences only (``min_count``; rarer tokens are ``<unk>``), ids padded / cut to
-``max_length``.
+``max_length``; it is saved as ``vocab.json`` in the run folder.
 """
 
 from __future__ import annotations
@@ -188,4 +188,5 @@ ARTICLES = Modality(
     encoder_kwargs=lambda cfg, train: {"vocab_size": len(train.vocab)},
     encoders=("bow",),
     build_encoder=_encoder,
+    save=lambda train, run: train.vocab.save(run / "vocab.json"),
 )

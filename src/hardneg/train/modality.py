@@ -28,6 +28,9 @@ A modality whose training signal is not "two views of each item" sets three opti
 - ``evaluate(encoder, train, test, cfg) -> EvalResult``: the modality's own evaluation protocol
   instead of linear / kNN / mean-classifier readouts on ``encoder(x)[0]``.
 
+and ``save(train, run_dir)`` writes what a run folder must keep to be understood later (the
+vocabulary of a text corpus).
+
 Graphs (``data.dataset: graphs | tu | molecules``, :mod:`hardneg.graphs.pipeline`: a GIN encoder,
 PyG batches, InfoGraph's local–global step, cross-validated SVM evaluation) plug in this way; a
 user's data registers its own :class:`Modality` with :func:`register_dataset`.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -95,6 +99,7 @@ class Modality:
     build_encoder: Callable[[RunConfig, Any], nn.Module] | None = None
     step: Callable[..., Any] | None = None
     evaluate: Callable[[nn.Module, Any, Any, RunConfig], Any] | None = None
+    save: Callable[[Any, Path], Any] | None = None
 
 
 _DATASETS: dict[str, Modality] = {}

@@ -22,13 +22,13 @@ __all__ = [
     "DataConfig",
     "EvalConfig",
     "GraphDataConfig",
-    "TextDataConfig",
     "LatentConfig",
     "LossConfig",
     "MocoConfig",
     "ModelConfig",
     "RunConfig",
     "SweepConfig",
+    "TextDataConfig",
     "TrainConfig",
 ]
 
