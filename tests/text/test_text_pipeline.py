@@ -111,3 +111,38 @@ def test_image_encoders_are_refused_for_sentences() -> None:
         load_config("articles", ["model.encoder=small_cnn"])
     with pytest.raises(ConfigError, match=r"model\.layers"):
         load_config("articles", ["model.layers=2"])
+
+
+def test_corpus_negatives_do_not_depend_on_the_batch_size(tmp_path: Path) -> None:
+    from hardneg.text.pipeline import ArticleBatches, _step
+    from hardneg.train.build import build_loss, build_module
+
+    path = _write_tsv(tmp_path / "c.tsv")
+    cfg = load_config("articles", [*TINY, f"data.root={path}", "data.text.corpus_negatives=20"])
+    train, _ = load_data(cfg)
+    data = ArticleBatches(train, seed=0, corpus_negatives=20)
+    module, _ = build_module(cfg, train)
+    loss = build_loss(cfg)
+    for batch in ([0, 5, 9], list(range(30))):
+        x, _, labels, _ = data[batch]
+        assert x["pool"].shape == (20, train.inputs.shape[1]) and x["pool_labels"].shape == (20,)
+        assert torch.equal(x["pool"], data[batch][0]["pool"])  # seeded by the batch: reproducible
+        out = _step(module.encoder, loss, x, labels=labels, generator=torch.Generator().manual_seed(0))
+        assert out.diagnostics["num_negatives"] == 20 and torch.isfinite(out.loss)
+    # the pool's own-article sentences are collisions; collision-free negatives drop them
+    cf = build_loss(load_config("articles", [*TINY, f"data.root={path}", "loss.collision_free=true"]))
+    x, _, labels, _ = data[list(range(30))]
+    out = _step(module.encoder, cf, x, labels=labels, generator=torch.Generator().manual_seed(0))
+    assert out.diagnostics["collision_rate"] == 0.0
+    assert _step(module.encoder, loss, x, labels=labels, generator=torch.Generator())\
+        .diagnostics["collision_rate"] > 0.0
+
+
+def test_corpus_negatives_train_and_refuse_a_larger_k(tmp_path: Path) -> None:
+    path = _write_tsv(tmp_path / "c.tsv")
+    base = ["train", "articles", *TINY, f"data.root={path}", "data.text.corpus_negatives=24"]
+    ok = CliRunner().invoke(app, [*base, "loss.num_negatives=8", "--out", str(tmp_path / "r"), "--quiet"])
+    assert ok.exit_code == 0, ok.output
+    bad = CliRunner().invoke(app, [*base, "loss.num_negatives=30", "--out", str(tmp_path / "r2")])
+    assert bad.exit_code == 2
+    assert "loss.num_negatives" in bad.output and "corpus_negatives = 24" in bad.output

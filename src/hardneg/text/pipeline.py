@@ -2,8 +2,10 @@
 
 The setting of Ash et al. (AISTATS 2022, §4) and Arora et al. (ICML 2019, §8): an article is a
 latent class, the anchor and its positive are two sentences of one article (true positives, a new
-partner drawn every batch), the negatives the other sentences of the batch (``loss.num_negatives``
-draws K of them per anchor; ``loss.collision_free`` keeps only other articles). The encoder is the
+partner drawn every batch), the negatives the other sentences of the batch, or with
+``data.text.corpus_negatives = M`` a pool of M sentences drawn from the whole corpus for every
+batch, independent of the batch size (``loss.num_negatives`` draws K of them per anchor;
+``loss.collision_free`` keeps only other articles). The encoder is the
 bag-of-words mean of word embeddings (``model.encoder: bow``, ``model.feature_dim`` = embedding
 size), evaluated with the pipeline's readouts (linear, kNN, mean classifier, average k-wise).
 
@@ -33,6 +35,8 @@ from hardneg.train.modality import IdentityViews, Modality
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
+    from hardneg.loss import ContrastiveLoss
+    from hardneg.reduction import LossOutput
     from hardneg.text.corpus import ArticleCorpus
     from hardneg.text.vocab import Vocabulary
     from hardneg.train.config import RunConfig
@@ -137,6 +141,14 @@ def _load(cfg: RunConfig) -> tuple[Any, Any]:
     if len(train_idx) < 2:
         raise ValueError(f"{corpus.name}: no article has two sentences to form a positive pair")
     t = cfg.data.text
+    k = cfg.loss.num_negatives
+    if t.corpus_negatives is not None and k is not None and k > t.corpus_negatives:
+        from hardneg.train.config import ConfigError
+
+        raise ConfigError(
+            "invalid value for 'loss.num_negatives': at most data.text.corpus_negatives = "
+            f"{t.corpus_negatives} (the pool the K negatives are drawn from), got {k}"
+        )
     vocab = Vocabulary.build((tokens[i] for i in train_idx), min_count=t.min_count)
 
     def split(idx: np.ndarray) -> TokenSplit:
@@ -149,29 +161,61 @@ def _load(cfg: RunConfig) -> tuple[Any, Any]:
 
 
 class ArticleBatches:
-    """Index with a list of indices → ``(tokens, partner tokens, labels, indices)``.
+    """Index with a list of indices → ``(sentences, empty, labels, indices)``.
 
-    The partner of each sentence is another sentence of its article, drawn per batch
-    (:class:`~hardneg.train.data.SameClassPartners`). Shapes: tokens ``(B, L)`` int64.
+    ``sentences`` is a dict: ``anchor`` (B, L) token ids, ``positive`` (B, L) another sentence of
+    each anchor's article (:class:`~hardneg.train.data.SameClassPartners`), and with
+    ``corpus_negatives = M`` also ``pool`` (M, L) and ``pool_labels`` (M,): M sentences drawn
+    uniformly, with replacement, from the whole training corpus — the negatives of every anchor of
+    the batch, so their number does not depend on the batch size (Ash et al., AISTATS 2022, §2).
+    Partners and pool are drawn from generators seeded by the batch's indices (reproducible,
+    resumable).
     """
 
-    def __init__(self, data: TokenSplit, *, seed: int) -> None:
+    def __init__(self, data: TokenSplit, *, seed: int, corpus_negatives: int | None = None) -> None:
         from hardneg.train.data import SameClassPartners
 
         self.inputs = data.inputs
         self.labels = data.labels.long()
+        self.seed = int(seed)
+        self.corpus_negatives = corpus_negatives
         self.partners = SameClassPartners(self.labels, seed=seed)
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
-    def __getitem__(self, indices: list[int]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def __getitem__(self, indices: list[int]) -> tuple[dict[str, Tensor], Tensor, Tensor, Tensor]:
+        from hardneg.train.seeding import mix_seed
+
         idx = torch.as_tensor(indices, dtype=torch.long).reshape(-1)
-        return self.inputs[idx], self.inputs[self.partners(idx)], self.labels[idx], idx
+        x = {"anchor": self.inputs[idx], "positive": self.inputs[self.partners(idx)]}
+        if self.corpus_negatives is not None:
+            g = torch.Generator().manual_seed(mix_seed(self.seed, 0xC0A5, *idx[:8].tolist(), len(idx)))
+            pool = torch.randint(len(self), (self.corpus_negatives,), generator=g)
+            x["pool"], x["pool_labels"] = self.inputs[pool], self.labels[pool]
+        return x, torch.empty(0), self.labels[idx], idx
 
 
 def _dataset(train: Any, cfg: RunConfig) -> Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]:
-    return ArticleBatches(train, seed=cfg.seed)  # type: ignore[return-value]
+    pool = cfg.data.text.corpus_negatives
+    return ArticleBatches(train, seed=cfg.seed, corpus_negatives=pool)  # type: ignore[return-value]
+
+
+def _step(
+    encoder: nn.Module, loss: ContrastiveLoss, x: dict[str, Tensor], *, labels: Tensor | None,
+    generator: torch.Generator,
+) -> LossOutput:
+    """Anchors against their same-article positives; negatives the batch's sentences (SimCLR
+    layout, 2B − 2 candidates) or the corpus pool (M candidates shared by the batch)."""
+    _, za = encoder(x["anchor"])
+    _, zp = encoder(x["positive"])
+    if "pool" not in x:
+        return loss.detailed(za, zp, labels=labels, generator=generator)
+    _, zn = encoder(x["pool"])
+    pool_labels = x["pool_labels"] if labels is not None else None
+    return loss.pair_detailed(
+        za, zp, zn, anchor_labels=labels, candidate_labels=pool_labels, generator=generator
+    )
 
 
 def _encoder(cfg: RunConfig, train: Any) -> nn.Module:
@@ -188,5 +232,6 @@ ARTICLES = Modality(
     encoder_kwargs=lambda cfg, train: {"vocab_size": len(train.vocab)},
     encoders=("bow",),
     build_encoder=_encoder,
+    step=_step,
     save=lambda train, run: train.vocab.save(run / "vocab.json"),
 )

@@ -99,6 +99,9 @@ class TextDataConfig(Section):
     min_count: int = Field(1, ge=1, description="tokens seen fewer times in training become <unk> (Ash: 50)")
     max_length: int = Field(64, ge=1, description="tokens kept per sentence")
     num_articles: int | None = Field(None, ge=2, description="keep the first C articles (classes)")
+    corpus_negatives: int | None = Field(
+        None, ge=1, description="negatives: M sentences drawn from the corpus per batch (None: the batch's own)"
+    )
 
 
 class DataConfig(Section):
