@@ -100,7 +100,7 @@ class TextDataConfig(Section):
     max_length: int = Field(64, ge=1, description="tokens kept per sentence")
     num_articles: int | None = Field(None, ge=2, description="keep the first C articles (classes)")
     corpus_negatives: int | None = Field(
-        None, ge=1, description="negatives: M sentences drawn from the corpus per batch (None: the batch's own)"
+        None, ge=1, description="negatives: M corpus sentences drawn per batch (None: the batch's own)"
     )
 
 
