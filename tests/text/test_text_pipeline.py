@@ -146,3 +146,22 @@ def test_corpus_negatives_train_and_refuse_a_larger_k(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, [*base, "loss.num_negatives=30", "--out", str(tmp_path / "r2")])
     assert bad.exit_code == 2
     assert "loss.num_negatives" in bad.output and "corpus_negatives = 24" in bad.output
+
+
+def test_mean_classifier_from_k_shots(tmp_path: Path) -> None:
+    """Arora et al.'s mu-k: class means from k training samples; k >= every class count is mu."""
+    from hardneg.train.build import build_module
+    from hardneg.train.evaluation import _few_shot_indices, evaluate_encoder
+
+    labels = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
+    few = _few_shot_indices(labels, 2, seed=1)
+    assert np.bincount(labels[few]).tolist() == [2, 2, 2]
+    assert np.array_equal(few, _few_shot_indices(labels, 2, seed=1))
+    path = _write_tsv(tmp_path / "c.tsv")
+    cfg = load_config("articles", [*TINY, f"data.root={path}"])
+    train, test = load_data(cfg)
+    module, _ = build_module(cfg, train)
+    res = evaluate_encoder(module.encoder, train=train, test=test, linear=False, knn=False,
+                           kwise=[], mean_shots=[1, 50])
+    assert res.metrics["mean50shot_top1"] == res.metrics["mean_top1"]  # 6 per class < 50: all of them
+    assert 0.0 <= res.metrics["mean1shot_top1"] <= 1.0

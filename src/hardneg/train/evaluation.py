@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from hardneg.train.latent import Split, split_inputs
+from hardneg.train.seeding import mix_seed
 
 __all__ = ["EvalResult", "evaluate_encoder"]
 
@@ -47,13 +48,16 @@ def evaluate_encoder(
     mean_classifier: bool = True,
     kwise: tuple[int, ...] | list[int] = (1,),
     kwise_tasks: int = 500,
+    mean_shots: tuple[int, ...] | list[int] = (),
     batch_size: int = 512,
     seed: int = 0,
 ) -> EvalResult:
     """Evaluate ``encoder``'s representation ``h`` (first output) on ``test`` after fitting on ``train``.
 
-    Returns metrics named ``linear_top1``, ``knn_top1``, ``knn_top5``, ``mean_top1`` and
-    ``kwise{k}_top1`` (the enabled ones), each in [0, 1].
+    Returns metrics named ``linear_top1``, ``knn_top1``, ``knn_top5``, ``mean_top1``,
+    ``kwise{k}_top1`` and ``mean{k}shot_top1`` (the enabled ones), each in [0, 1]. The last is Arora
+    et al.'s μ-k (ICML 2019, Table 1): the mean classifier with each class mean taken from ``k``
+    training samples drawn with ``seed`` (all of a class's samples when it has fewer).
     """
     from hardneg.evaluate import (
         LinearReadout,
@@ -91,5 +95,18 @@ def evaluate_encoder(
                 test_features=test_n, test_labels=y_test,
             )
             metrics[f"kwise{k}_top1"] = float(res.accuracy)
+        for k in mean_shots:
+            few = _few_shot_indices(y_train, int(k), seed=seed)
+            mk = MeanClassifier(normalize=True).fit(train_h[few], y_train[few])
+            metrics[f"mean{k}shot_top1"] = float(mk.score(test_h, y_test))
     return EvalResult(metrics=metrics, train_features=train_h, test_features=test_h,
                       seconds=time.perf_counter() - start)
+
+
+def _few_shot_indices(labels: np.ndarray, k: int, *, seed: int) -> np.ndarray:
+    """``k`` indices per class drawn without replacement (all of a smaller class), seeded."""
+    if k < 1:
+        raise ValueError(f"eval.mean_shots must hold ints >= 1, got {k}")
+    rng = np.random.default_rng(mix_seed(seed, 0x5407, k))
+    picked = [rng.permutation(np.flatnonzero(labels == c))[:k] for c in np.unique(labels)]
+    return np.sort(np.concatenate(picked))

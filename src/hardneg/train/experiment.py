@@ -257,6 +257,7 @@ def _evaluate_views(cfg: RunConfig, module: ContrastiveModule, train: Split, tes
         mean_classifier=e.mean_classifier,
         kwise=e.kwise,
         kwise_tasks=e.kwise_tasks,
+        mean_shots=e.mean_shots,
         batch_size=e.batch_size,
         seed=cfg.seed,
     )

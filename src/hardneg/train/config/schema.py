@@ -210,6 +210,9 @@ class EvalConfig(Section):
         default_factory=lambda: [1], description="k of the average (k+1)-way accuracy"
     )
     kwise_tasks: int = Field(500, ge=1, description="sampled tasks per k")
+    mean_shots: list[PositiveInt] = Field(
+        default_factory=list, description="mean classifier from k samples per class (Arora et al.'s mu-5)"
+    )
     every_n_epochs: int = Field(0, ge=0, description="online kNN accuracy every n epochs (0 = off)")
     svm: bool = Field(True, description="graphs: SVM readout, C by inner CV")
     logistic: bool = Field(True, description="graphs: logistic-regression readout, C by inner CV")
