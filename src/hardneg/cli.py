@@ -11,6 +11,7 @@
     hardneg configs                            # list the packaged configs
     hardneg theory ...                         # bounds, optimal K, collisions (if installed)
     hardneg graphs compare|train ...           # InfoGraph with hard / debiased / OT negatives
+    hardneg data wiki OUT.tsv --dump DUMP      # a Wikipedia dump -> sentences labelled by article
 
 ``CONFIG`` is a YAML path or the name of a packaged config (``digits``, ``digits_compare``,
 ...). Overrides use dotted keys: ``loss.negatives.beta=0.5 train.epochs=3 eval.kwise=[1,4]``.
@@ -27,6 +28,7 @@ from typing import Annotated
 import typer
 
 from hardneg.graphs.cli import app as graphs_app
+from hardneg.text.cli import app as data_app
 from hardneg.theory.cli import app as theory_app
 
 __all__ = ["app", "main"]
@@ -252,6 +254,7 @@ def configs() -> None:
 
 app.add_typer(theory_app, name="theory", help="Theory: bounds, optimal K, collision probabilities.")
 app.add_typer(graphs_app, name="graphs", help="Graphs: InfoGraph with hard, debiased and OT negatives.")
+app.add_typer(data_app, name="data", help="Build corpora: a Wikipedia dump -> article-labelled sentences.")
 
 
 def main() -> None:

