@@ -31,6 +31,16 @@ def test_docs_cite_nothing_outside_the_repository() -> None:
     for path in DOCS.glob("*.md"):
         text = path.read_text(encoding="utf-8")
         banned = "|".join(
-            ["seed" + r" 0+\d", r"\[R\]", r"\[X-", "DESIGN" + r"\.md", "THEORY" + r"\.md", "shared/"]
+            ["seed" + r" 0+\d", r"\[R[],]", r"\[X-", "DESIGN" + r"\.md", "THEORY" + r"\.md", "shared/"]
         )
         assert not re.search(banned, text), path.name
+
+
+def test_source_cites_nothing_outside_the_repository() -> None:
+    banned = re.compile("|".join(
+        ["seed" + r" 0+\d", r"\[R[],]", r"\[X-", "DESIGN" + r"\.md", "THEORY" + r"\.md", r"\.\./shared", "shared/seeds"]
+    ))
+    root = DOCS.parent
+    for path in [*root.glob("src/**/*.py"), *root.glob("benchmarks/*.py"), root / "README.md"]:
+        match = banned.search(path.read_text(encoding="utf-8"))
+        assert match is None, f"{path.relative_to(root)} cites {match.group(0)!r}"

@@ -100,7 +100,7 @@ def optimal_num_negatives(num_classes: int, ceil: bool = False, rtol: float = 1e
                           ) -> tuple[int, ...]:
     """Every integer K ≥ 1 minimising :func:`ash_coefficient` (uniform ρ), ascending.
 
-    Remark 2 [R, derived exactly]: g(K) = 2A/(K q^K) for K ≤ A, 2/q^K for K ≥ A; over the reals
+    Remark 2 (derived exactly here): g(K) = 2A/(K q^K) for K ≤ A, 2/q^K for K ≥ A; over the reals
     the minimiser is K* = 1/ln(N/(N−1)) ≈ N − ½, and on the integers K = N−1 and K = N tie
     exactly ((N−1)q^{N−1} = N q^N), so the answer is (N−1, N) for N ≥ 2 (ceil=False).
     Values are compared with relative tolerance ``rtol``; ties are all returned.

@@ -21,7 +21,7 @@ __all__ = ["HCLBound", "hcl_misclassification_bound", "simplex_separation"]
 def simplex_separation(num_classes: int, temperature: float = 1.0, dim: int | None = None) -> float:
     """ξ = min_{c≠c′}‖v*_c − v*_{c′}‖ for the regular simplex on 𝕊^{d−1}/t: ξ² = 2C/((C−1)t²).
 
-    For C ≤ d+1 and uniform ρ the regular simplex solves problem (7) exactly ([R, proved]:
+    For C ≤ d+1 and uniform ρ the regular simplex solves problem (7) exactly (proved here:
     average NN distance² ≤ average pairwise distance² ≤ 2C/((C−1)t²), equality only for the
     simplex). C = 2 gives ξ = 2/t. Source: Robinson et al. (ICLR 2021) Thm 4–5 context; helper
     (reconstructed; see docs/theory.md)
