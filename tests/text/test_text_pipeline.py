@@ -165,3 +165,36 @@ def test_mean_classifier_from_k_shots(tmp_path: Path) -> None:
                            kwise=[], mean_shots=[1, 50])
     assert res.metrics["mean50shot_top1"] == res.metrics["mean_top1"]  # 6 per class < 50: all of them
     assert 0.0 <= res.metrics["mean1shot_top1"] <= 1.0
+
+
+def test_blocks_average_b_sentences_of_one_article(tmp_path: Path) -> None:
+    """Arora et al.'s block loss: each item is b sentences of one article, represented by their mean."""
+    from hardneg.text.pipeline import ArticleBatches, _step
+    from hardneg.train.build import build_loss, build_module
+
+    path = _write_tsv(tmp_path / "c.tsv")
+    cfg = load_config("articles", [*TINY, f"data.root={path}", "data.text.block_size=3"])
+    train, _ = load_data(cfg)
+    data = ArticleBatches(train, seed=0, block_size=3)
+    x, _, labels, idx = data[[0, 7, 20]]
+    assert x["anchor"].shape == (9, train.inputs.shape[1]) and int(x["block_size"]) == 3
+    rows = {tuple(r) for r in train.inputs.tolist()}
+    assert all(tuple(r) in rows for r in x["anchor"].tolist())
+    anchor_rows = [train.inputs.tolist().index(r) for r in x["anchor"].tolist()]
+    positive_rows = [train.inputs.tolist().index(r) for r in x["positive"].tolist()]
+    assert anchor_rows[0::3] == idx.tolist()  # each block starts with its own sentence
+    for block in range(3):  # every sentence of a block comes from the item's article
+        for rows_ in (anchor_rows, positive_rows):
+            assert {int(train.labels[r]) for r in rows_[3 * block: 3 * block + 3]} == {int(labels[block])}
+    module, _ = build_module(cfg, train)
+    loss = build_loss(cfg)
+    g = torch.Generator().manual_seed(0)
+    out = _step(module.encoder, loss, x, labels=labels, generator=g)
+    _, za = module.encoder(x["anchor"])
+    _, zp = module.encoder(x["positive"])
+    ref = loss(za.reshape(3, 3, -1).mean(1), zp.reshape(3, 3, -1).mean(1))
+    assert torch.allclose(out.loss, ref, atol=1e-6)
+    assert ArticleBatches(train, seed=0, block_size=1)[[0, 7]][0].keys() == {"anchor", "positive"}
+    ok = CliRunner().invoke(app, ["train", "articles", *TINY, f"data.root={path}", "data.text.block_size=2",
+                                  "--out", str(tmp_path / "r"), "--quiet"])
+    assert ok.exit_code == 0, ok.output

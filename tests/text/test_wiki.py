@@ -13,7 +13,7 @@ from hardneg.text import read_article_tsv
 
 pytest.importorskip("gensim")
 
-from hardneg.text.wiki import build_wiki_corpus, find_gensim_wiki_sample  # noqa: E402
+from hardneg.text.wiki import build_wiki_corpus, find_gensim_wiki_sample
 
 PAGE = """  <page>
     <title>{title}</title>

@@ -182,16 +182,36 @@ class ArticleBatches:
     the batch, so their number does not depend on the batch size (Ash et al., AISTATS 2022, §2).
     Partners and pool are drawn from generators seeded by the batch's indices (reproducible,
     resumable).
+
+    With ``block_size = b > 1`` (Arora et al., ICML 2019, §6.3: the block loss) every item is a
+    block of b sentences of one article: ``anchor`` and ``positive`` are (B·b, L), the anchor's own
+    sentence and b − 1 same-article partners, then b further partners (independent draws: an article
+    with fewer than 2b sentences repeats some); the step averages each block's representations.
     """
 
-    def __init__(self, data: TokenSplit, *, seed: int, corpus_negatives: int | None = None) -> None:
+    def __init__(
+        self, data: TokenSplit, *, seed: int, corpus_negatives: int | None = None, block_size: int = 1
+    ) -> None:
         from hardneg.train.data import SameClassPartners
+        from hardneg.train.seeding import mix_seed
 
         self.inputs = data.inputs
         self.labels = data.labels.long()
         self.seed = int(seed)
         self.corpus_negatives = corpus_negatives
+        self.block_size = int(block_size)
         self.partners = SameClassPartners(self.labels, seed=seed)
+        self._more = [SameClassPartners(self.labels, seed=mix_seed(seed, 0xB10C, j))
+                      for j in range(2 * self.block_size - 2)]
+
+    def _blocks(self, idx: Tensor) -> tuple[Tensor, Tensor]:
+        """(B·b,) anchor-block and positive-block indices, block-major (item i's block is rows i·b..)."""
+        b = self.block_size
+        more = [p(idx) for p in self._more]
+        draws = [idx, *more[: b - 1], self.partners(idx), *more[b - 1 :]]
+        anchor = torch.stack(draws[:b], dim=1).reshape(-1)
+        positive = torch.stack(draws[b:], dim=1).reshape(-1)
+        return anchor, positive
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -200,7 +220,12 @@ class ArticleBatches:
         from hardneg.train.seeding import mix_seed
 
         idx = torch.as_tensor(indices, dtype=torch.long).reshape(-1)
-        x = {"anchor": self.inputs[idx], "positive": self.inputs[self.partners(idx)]}
+        if self.block_size == 1:
+            x = {"anchor": self.inputs[idx], "positive": self.inputs[self.partners(idx)]}
+        else:
+            anchor, positive = self._blocks(idx)
+            x = {"anchor": self.inputs[anchor], "positive": self.inputs[positive],
+                 "block_size": torch.tensor(self.block_size)}
         if self.corpus_negatives is not None:
             g = torch.Generator().manual_seed(mix_seed(self.seed, 0xC0A5, *idx[:8].tolist(), len(idx)))
             pool = torch.randint(len(self), (self.corpus_negatives,), generator=g)
@@ -209,8 +234,10 @@ class ArticleBatches:
 
 
 def _dataset(train: Any, cfg: RunConfig) -> Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]:
-    pool = cfg.data.text.corpus_negatives
-    return ArticleBatches(train, seed=cfg.seed, corpus_negatives=pool)  # type: ignore[return-value]
+    t = cfg.data.text
+    return ArticleBatches(  # type: ignore[return-value]
+        train, seed=cfg.seed, corpus_negatives=t.corpus_negatives, block_size=t.block_size
+    )
 
 
 def _step(
@@ -221,6 +248,10 @@ def _step(
     layout, 2B − 2 candidates) or the corpus pool (M candidates shared by the batch)."""
     _, za = encoder(x["anchor"])
     _, zp = encoder(x["positive"])
+    b = int(x["block_size"]) if "block_size" in x else 1
+    if b > 1:  # blocks of b sentences: the block's representation is the mean (Arora et al., §6.3)
+        za = za.reshape(-1, b, za.shape[1]).mean(dim=1)
+        zp = zp.reshape(-1, b, zp.shape[1]).mean(dim=1)
     if "pool" not in x:
         return loss.detailed(za, zp, labels=labels, generator=generator)
     _, zn = encoder(x["pool"])

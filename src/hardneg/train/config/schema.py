@@ -99,6 +99,7 @@ class TextDataConfig(Section):
     min_count: int = Field(1, ge=1, description="tokens seen fewer times in training become <unk> (Ash: 50)")
     max_length: int = Field(64, ge=1, description="tokens kept per sentence")
     num_articles: int | None = Field(None, ge=2, description="keep the first C articles (classes)")
+    block_size: int = Field(1, ge=1, description="sentences per block (the block loss of Arora et al., §6.3)")
     corpus_negatives: int | None = Field(
         None, ge=1, description="negatives: M corpus sentences drawn per batch (None: the batch's own)"
     )
