@@ -198,3 +198,11 @@ def test_blocks_average_b_sentences_of_one_article(tmp_path: Path) -> None:
     ok = CliRunner().invoke(app, ["train", "articles", *TINY, f"data.root={path}", "data.text.block_size=2",
                                   "--out", str(tmp_path / "r"), "--quiet"])
     assert ok.exit_code == 0, ok.output
+
+
+def test_the_notice_counts_only_dropped_articles_of_the_kept_classes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write_tsv(tmp_path / "c.tsv", extra="lonely\tOnly one sentence here.\n")
+    load_data(load_config("articles", [*TINY, f"data.root={path}", "data.text.num_articles=3"]))
+    assert "article(s)" not in capsys.readouterr().err  # the first 3 articles all have 8 sentences

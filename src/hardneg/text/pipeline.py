@@ -146,7 +146,7 @@ def _load(cfg: RunConfig) -> tuple[Any, Any]:
     train_idx, test_idx = split_by_article(
         labels, test_fraction=cfg.data.test_fraction, seed=cfg.data.split_seed
     )
-    dropped_articles = corpus.num_articles - len(np.unique(labels[train_idx]))
+    dropped_articles = len(np.unique(corpus.labels)) - len(np.unique(labels[train_idx]))
     if int((~keep).sum()) or dropped_articles:
         print(f"notice: {int((~keep).sum())} sentence(s) without tokens and {dropped_articles} "
               "article(s) with fewer than two sentences left out", file=sys.stderr)
