@@ -161,6 +161,8 @@ def _figure(runs: list[dict[str, Any]], out: Path, *, title: str) -> Path | None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hardneg.diagnostics import save_figure
+
     betas = sorted({b for b, _ in points if b is not None})
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     for i, b in enumerate(betas):
@@ -173,12 +175,7 @@ def _figure(runs: list[dict[str, Any]], out: Path, *, title: str) -> Path | None
     ax.set_ylabel("SVM accuracy (%)")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    path = out / "accuracy_vs_beta.png"
-    tmp = out / ".accuracy_vs_beta.png.partial"
-    fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_figure(fig, out / "accuracy_vs_beta.png")
 
 
 def run_graph_compare(

@@ -71,6 +71,8 @@ def _figure(rows: list[dict[str, Any]], path: Path, *, budget: str) -> Path | No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hardneg.diagnostics import save_figure
+
     colours = {"reproduced": "C2", "not reproduced": "C7", "contradicted": "C3"}
     fig, ax = plt.subplots(figsize=(6.0, 0.45 * len(ran) + 1.2))
     for i, r in enumerate(ran):
@@ -83,12 +85,7 @@ def _figure(rows: list[dict[str, Any]], path: Path, *, budget: str) -> Path | No
     ax.set_xlabel("contender − baseline (pp), mean and 95 % CI over seeds")
     ax.set_title(f"hardneg reproduce ({budget} budget)", fontsize=9)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_figure(fig, path)
 
 
 def write_report(rows: list[dict[str, Any]], root: Path, *, budget: str) -> None:
