@@ -211,3 +211,24 @@ def test_string_labels() -> None:
     names = np.array(["inactive", "active"])[y]
     res = cross_validated_accuracy(X, names, folds=3, inner_folds=3)
     assert res.mean == 1.0
+
+
+def test_readouts_equal_one_call_per_readout_and_silence_convergence_warnings() -> None:
+    import warnings
+
+    from hardneg.evaluate.svm_cv import cross_validated_accuracy, cross_validated_readouts
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int)
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # one escaping would fail the test
+        both = cross_validated_readouts(X, y, folds=3, inner_folds=2, seed=4)
+    assert list(both) == ["svm", "logistic"]
+    for readout, cv in both.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            alone = cross_validated_accuracy(X, y, readout=readout, folds=3, inner_folds=2, seed=4)
+        assert cv.fold_accuracies == alone.fold_accuracies

@@ -5,7 +5,13 @@ from hardneg.evaluate.knn import WeightedKNN
 from hardneg.evaluate.kwise import KWiseResult, average_kwise_accuracy, task_loss_and_accuracy
 from hardneg.evaluate.linear import LinearReadout
 from hardneg.evaluate.mean_classifier import MeanClassifier
-from hardneg.evaluate.svm_cv import CVResult, SVMReadout, cross_validated_accuracy, repeated_cv
+from hardneg.evaluate.svm_cv import (
+    CVResult,
+    SVMReadout,
+    cross_validated_accuracy,
+    cross_validated_readouts,
+    repeated_cv,
+)
 
 __all__ = [
     "CVResult",
@@ -16,6 +22,7 @@ __all__ = [
     "WeightedKNN",
     "average_kwise_accuracy",
     "cross_validated_accuracy",
+    "cross_validated_readouts",
     "extract_features",
     "repeated_cv",
     "task_loss_and_accuracy",

@@ -21,7 +21,6 @@ import json
 import math
 import re
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,9 +53,7 @@ def _slug(method: str) -> str:
 def _one_run(
     dataset: GraphDataset, method: str, seed: int, *, epochs: int, batch_size: int, lr: float, folds: int
 ) -> dict[str, Any]:
-    from sklearn.exceptions import ConvergenceWarning
-
-    from hardneg.evaluate.svm_cv import cross_validated_accuracy
+    from hardneg.evaluate.svm_cv import cross_validated_readouts
     from hardneg.graphs.methods import parse_method
     from hardneg.graphs.train import train_infograph
 
@@ -68,12 +65,10 @@ def _one_run(
     row: dict[str, Any] = {"method": method, "seed": seed, "train_seconds": t1 - t0}
     if not np.isfinite(result.embeddings).all():
         raise FloatingPointError(f"method {method!r}, seed {seed}: NaN/Inf embeddings after training")
-    for readout in READOUTS:
-        with warnings.catch_warnings():  # large C in the grid: lbfgs may stop at max_iter, by design
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            cv = cross_validated_accuracy(
-                result.embeddings, dataset.labels, readout=readout, folds=folds, seed=seed
-            )
+    scores = cross_validated_readouts(
+        result.embeddings, dataset.labels, readouts=READOUTS, folds=folds, seed=seed
+    )
+    for readout, cv in scores.items():
         row[f"{readout}_accuracy"] = cv.mean
         row[f"{readout}_fold_std"] = cv.std
     row["eval_seconds"] = time.perf_counter() - t1

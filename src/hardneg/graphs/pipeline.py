@@ -140,11 +140,7 @@ def _step(
 
 
 def _evaluate(encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    from hardneg.evaluate.svm_cv import cross_validated_accuracy
+    from hardneg.evaluate.svm_cv import cross_validated_readouts
     from hardneg.graphs.train import embed_graphs
     from hardneg.train.evaluation import EvalResult
 
@@ -153,14 +149,11 @@ def _evaluate(encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> Eval
     if not torch.isfinite(torch.from_numpy(emb)).all():
         raise FloatingPointError("NaN/Inf graph embeddings after training")
     metrics: dict[str, float] = {}
-    for readout, on in (("svm", cfg.eval.svm), ("logistic", cfg.eval.logistic)):
-        if not on:
-            continue
-        with warnings.catch_warnings():  # large C in the grid: lbfgs may stop at max_iter, by design
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            cv = cross_validated_accuracy(
-                emb, test.labels, readout=readout, folds=cfg.eval.cv_folds, seed=cfg.seed
-            )
+    readouts = [name for name, on in (("svm", cfg.eval.svm), ("logistic", cfg.eval.logistic)) if on]
+    scores = cross_validated_readouts(
+        emb, test.labels, readouts=readouts, folds=cfg.eval.cv_folds, seed=cfg.seed
+    )
+    for readout, cv in scores.items():
         metrics[f"{readout}_cv"] = cv.mean
         metrics[f"{readout}_cv_fold_std"] = cv.std
     features = torch.from_numpy(emb).float()
