@@ -109,7 +109,7 @@ def run_reproduce(
              f"{cfg.train.epochs} epochs) -> {folder}")
         try:
             result = run_compare(cfg, folder, resume=not force, force=force, quiet=True, echo=echo)
-        except (OSError, FileNotFoundError) as err:
+        except OSError as err:  # FileNotFoundError included: the data set is not installed
             if exp.needs is None:
                 raise
             why = f"needs {exp.needs} ({' '.join(str(err).split())})"

@@ -123,9 +123,9 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     t0 = time.perf_counter()
     train, test = load_data(cfg)
     t_data = time.perf_counter() - t0
-    save = get_modality(cfg.data.dataset).save
-    if save is not None and not child:
-        save(train, run)
+    modality = get_modality(cfg.data.dataset)
+    if modality.save is not None and not child:
+        modality.save(train, run)
     module, callbacks = build_module(cfg, train)
     timer = PhaseTimer()
     callbacks.append(timer)
@@ -143,7 +143,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         )
         callbacks.append(online)
     t = cfg.train
-    dataset = get_modality(cfg.data.dataset).dataset(train, cfg)
+    dataset = modality.dataset(train, cfg)
     datamodule = ContrastiveDataModule(
         dataset=dataset,
         batch_size=t.batch_size,

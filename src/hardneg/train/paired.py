@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 __all__ = ["PairedDifference", "format_paired", "paired_differences"]
 
 
-class PairedDifference(tuple[float, float, int, int]):
+class PairedDifference(NamedTuple):
     """``(mean, std, wins, seeds)`` of the per-seed differences (std with ddof=1; 0 for one seed)."""
 
-    __slots__ = ()
-
-    def __new__(cls, mean: float, std: float, wins: int, seeds: int) -> PairedDifference:
-        return super().__new__(cls, (mean, std, wins, seeds))
+    mean: float
+    std: float
+    wins: int
+    seeds: int
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         """Student-t confidence interval of the mean difference, ``mean ± t_{n−1} std / √n``.
@@ -31,11 +32,10 @@ class PairedDifference(tuple[float, float, int, int]):
         """
         from scipy.stats import t
 
-        mean, std, _, n = self
-        if n < 2:
+        if self.seeds < 2:
             return (math.nan, math.nan)
-        half = float(t.ppf(0.5 + level / 2, n - 1)) * std / math.sqrt(n)
-        return (mean - half, mean + half)
+        half = float(t.ppf(0.5 + level / 2, self.seeds - 1)) * self.std / math.sqrt(self.seeds)
+        return (self.mean - half, self.mean + half)
 
 
 def paired_differences(
