@@ -162,6 +162,7 @@ class ContrastiveLoss(nn.Module):
         candidate_labels: Tensor | None = None,
         diagnostics: bool,
         generator: torch.Generator | None,
+        symmetric: bool = False,
     ) -> LossOutput:
         from hardneg.tiled.engine import tiled_loss
 
@@ -193,6 +194,7 @@ class ContrastiveLoss(nn.Module):
             candidate_labels=pp.candidate_labels,
             diagnostics=diagnostics,
             generator=generator,
+            symmetric=symmetric,
         )
 
     def _two_view_loss(
@@ -234,6 +236,7 @@ class ContrastiveLoss(nn.Module):
             candidate_labels=cand_labels,
             diagnostics=diagnostics,
             generator=generator,
+            symmetric=not gathered,
         )
 
     def pair_detailed(

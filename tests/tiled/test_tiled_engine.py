@@ -18,6 +18,7 @@ from tests.reference.data import views
 DISTRIBUTIONS = {
     "uniform": lambda: negatives.Uniform(),
     "hard": lambda: negatives.Hard(beta=1.5),
+    "hard_beta1": lambda: negatives.Hard(beta=1.0),  # 1 + β = 2β: squares instead of exponentials
     "hard_large_beta": lambda: negatives.Hard(beta=40.0),
 }
 OBJECTIVES = {
@@ -78,8 +79,13 @@ def test_hinge_max_equals_materialised(k: int | None, collision_free: bool) -> N
     """Arora et al.'s k-way hinge: the worst negative found tile by tile, its gradient through it."""
     z1, z2 = views(b=23, d=6)
     labels = torch.arange(23) % 4
-    kw = dict(temperature=0.2, objective=objectives.Hinge(margin=2.0), reduction="none", num_negatives=k,
-              collision_free=collision_free)
+    kw = dict(
+        temperature=0.2,
+        objective=objectives.Hinge(margin=2.0),
+        reduction="none",
+        num_negatives=k,
+        collision_free=collision_free,
+    )
     mat, til = ContrastiveLoss(**kw), ContrastiveLoss(memory_budget=0, tile_size=10, **kw)
 
     def call(loss: ContrastiveLoss, xs: list[torch.Tensor]):  # type: ignore[no-untyped-def]
@@ -92,8 +98,10 @@ def test_hinge_max_equals_materialised(k: int | None, collision_free: bool) -> N
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.8])
-@pytest.mark.parametrize("ramp", [Ramp(scale=1.0, offset=0.4), Ramp(scale=2.0, offset=0.1),
-                                  Ramp(scale=1.0, offset=0.0, clip=False)])
+@pytest.mark.parametrize(
+    "ramp",
+    [Ramp(scale=1.0, offset=0.4), Ramp(scale=2.0, offset=0.1), Ramp(scale=1.0, offset=0.0, clip=False)],
+)
 def test_tiled_row_mean_against_a_float64_rederivation_and_gradcheck(beta: float, ramp: Ramp) -> None:
     """``M_i = Σ_j p_ij h(s_ij − s⁺_i)``, ``p ∝ e^{β s}`` over valid j, written out with loops."""
     g = torch.Generator().manual_seed(5)
@@ -108,8 +116,12 @@ def test_tiled_row_mean_against_a_float64_rederivation_and_gradcheck(beta: float
         js = [j for j in range(9) if explicit[i, j]]
         s = [float(a[i].detach() @ c[j].detach()) for j in js]
         w = [math.exp(beta * (x - max(s))) for x in s]
-        h = [max(0.0, ramp.scale * (x - float(pos[i].detach())) + ramp.offset) if ramp.clip
-             else ramp.scale * (x - float(pos[i].detach())) + ramp.offset for x in s]
+        h = [
+            max(0.0, ramp.scale * (x - float(pos[i].detach())) + ramp.offset)
+            if ramp.clip
+            else ramp.scale * (x - float(pos[i].detach())) + ramp.offset
+            for x in s
+        ]
         expected = sum(wi * hi for wi, hi in zip(w, h)) / sum(w)
         assert float(got[i].detach()) == pytest.approx(expected, rel=1e-12)
     assert torch.autograd.gradcheck(
@@ -196,3 +208,72 @@ def test_tiled_lse_gradcheck_and_empty_rows() -> None:
     assert torch.autograd.gradcheck(f, (a, c))
     lse[keep].sum().backward()
     assert torch.isfinite(a.grad).all() and torch.isfinite(c.grad).all()
+
+
+@pytest.mark.parametrize("tile", [1, 4, 7, 16])
+@pytest.mark.parametrize("labelled", [False, True])
+def test_symmetric_lse_equals_the_unsymmetric_pass_and_gradcheck(tile: int, labelled: bool) -> None:
+    from hardneg.tiled.symmetric import tiled_lse_symmetric
+
+    g = torch.Generator().manual_seed(5)
+    b = 6
+    v = torch.randn(2 * b, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    idx = torch.arange(2 * b)
+    labels = torch.cat([torch.arange(b) % 3] * 2) if labelled else None
+    rule = TileMask(
+        num_anchors=2 * b,
+        num_candidates=2 * b,
+        excluded=torch.stack([idx, (idx + b) % (2 * b)], dim=1),
+        anchor_labels=labels,
+        candidate_labels=labels,
+        collision_free=labelled,
+    )
+    exps = (2.5, 1.5, 3.0)
+    sym, n_sym = tiled_lse_symmetric(v, 1 / 0.3, exps, rule, tile=tile)
+    # a plain float64 re-derivation: the masked logsumexp of the full matrix per exponent
+    valid = torch.ones(2 * b, 2 * b, dtype=torch.bool)
+    valid[idx, idx] = False
+    valid[idx, (idx + b) % (2 * b)] = False
+    if labels is not None:
+        valid &= labels[:, None] != labels[None, :]
+    s = (v @ v.T / 0.3).masked_fill(~valid, float("-inf"))
+    want = torch.stack([torch.logsumexp(a * s, dim=1) for a in exps], dim=1)
+    torch.testing.assert_close(sym, want, rtol=1e-12, atol=1e-12)
+    assert n_sym.tolist() == valid.sum(1).tolist()
+    weights = torch.randn(2 * b, 3, generator=g, dtype=torch.float64)
+    (gs,) = torch.autograd.grad((sym * weights).sum(), v)
+    (gw,) = torch.autograd.grad((want * weights).sum(), v)
+    torch.testing.assert_close(gs, gw, rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda x: tiled_lse_symmetric(x, 2.0, exps, rule, tile=tile)[0], (v,))
+
+
+def test_symmetric_lse_refuses_an_asymmetric_mask() -> None:
+    from hardneg.tiled.symmetric import tiled_lse_symmetric
+
+    v = torch.randn(4, 2)
+    rule = TileMask(
+        num_anchors=4,
+        num_candidates=4,
+        excluded=torch.full((4, 1), -1),
+        explicit=torch.ones(4, 4, dtype=torch.bool),
+    )
+    with pytest.raises(ValueError, match="symmetric mask"):
+        tiled_lse_symmetric(v, 1.0, (1.0,), rule, tile=2)
+    rule = TileMask(num_anchors=3, num_candidates=3, excluded=torch.full((3, 1), -1))
+    with pytest.raises(ValueError, match="rule must be square over the 4 rows"):
+        tiled_lse_symmetric(v, 1.0, (1.0,), rule, tile=2)
+
+
+def test_simclr_layout_takes_the_symmetric_pass_unless_subsampled(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hardneg.tiled.engine as engine
+
+    calls: list[str] = []
+    real_sym, real = engine.tiled_lse_symmetric, engine.tiled_lse
+    monkeypatch.setattr(
+        engine, "tiled_lse_symmetric", lambda *a, **k: calls.append("sym") or real_sym(*a, **k)
+    )
+    monkeypatch.setattr(engine, "tiled_lse", lambda *a, **k: calls.append("plain") or real(*a, **k))
+    z1, z2 = views(b=9, d=4)
+    ContrastiveLoss(memory_budget=0, tile_size=4, negatives=negatives.Hard(beta=1.0))(z1, z2)
+    ContrastiveLoss(memory_budget=0, tile_size=4, num_negatives=5)(z1, z2)
+    assert calls == ["sym", "plain"]

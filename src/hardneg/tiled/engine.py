@@ -36,6 +36,7 @@ from hardneg.scores import Scores
 from hardneg.tiled.lse import tiled_lse
 from hardneg.tiled.mask import TileMask
 from hardneg.tiled.rowmean import tiled_row_argmax, tiled_row_mean
+from hardneg.tiled.symmetric import tiled_lse_symmetric
 
 __all__ = ["check_tileable", "tiled_loss"]
 
@@ -96,12 +97,16 @@ def tiled_loss(
     candidate_labels: Tensor | None = None,
     diagnostics: bool = False,
     generator: torch.Generator | None = None,
+    symmetric: bool = False,
 ) -> LossOutput:
     """Steps 2–4 for prepared embeddings (normalised or not), never forming the (A, N) matrix.
 
     Shapes: ``anchors``, ``positives`` (A, d), ``candidates`` (N, d) — already in the compute
     dtype and normalised if asked; norms (A,), (A,), (N,) detached; ``excluded`` (A, E) int64
     candidate indices never valid for the anchor (−1 = none); ``mask`` optional (A, N) bool.
+    ``symmetric=True`` says that the anchors are the candidates (SimCLR's 2B views, not gathered)
+    and the exclusions pair up; the log-sum-exp then computes each tile pair once
+    (:func:`~hardneg.tiled.symmetric.tiled_lse_symmetric`) unless K-subsampling breaks the symmetry.
     """
     check_tileable(negatives, objective)
     base, sub, collision_free = _unwrap(negatives)
@@ -126,7 +131,10 @@ def tiled_loss(
     if diagnostics and beta > 0:
         exponents += (2.0 * beta,)
     at = anchors / temperature
-    lse, counts = tiled_lse(at, candidates, exponents, rule, tile=tile)
+    if symmetric and rule.subsample_threshold is None and rule.explicit is None and rule.symmetric_labels:
+        lse, counts = tiled_lse_symmetric(candidates, 1.0 / temperature, exponents, rule, tile=tile)
+    else:
+        lse, counts = tiled_lse(at, candidates, exponents, rule, tile=tile)
     if bool((counts == 0).any()):
         raise ValueError("every anchor needs at least one valid negative; some rows of mask are empty")
     n_valid = counts.to(anchors.dtype)

@@ -26,37 +26,26 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from hardneg.tiled.mask import TileMask
+from hardneg.tiled.stream import absorb_, finish, grad_block, tiles
 
 __all__ = ["tiled_lse"]
-
-
-def _tiles(n: int, tile: int) -> list[tuple[int, int]]:
-    return [(s, min(n, s + tile)) for s in range(0, n, tile)]
 
 
 def _forward(
     anchors: Tensor, candidates: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int
 ) -> tuple[Tensor, Tensor]:
     a_n = anchors.shape[0]
-    e_n = len(exponents)
-    out = torch.empty(a_n, e_n, dtype=anchors.dtype, device=anchors.device)
+    out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
-    for r0, r1 in _tiles(a_n, tile):
+    for r0, r1 in tiles(a_n, tile):
         a_blk = anchors[r0:r1]
-        run_max = torch.full((r1 - r0, e_n), float("-inf"), dtype=anchors.dtype, device=anchors.device)
-        run_sum = torch.zeros_like(run_max)
-        for c0, c1 in _tiles(candidates.shape[0], tile):
+        run_max = torch.full((r1 - r0,), float("-inf"), dtype=anchors.dtype, device=anchors.device)
+        run_sum = torch.zeros(r1 - r0, len(exponents), dtype=anchors.dtype, device=anchors.device)
+        for c0, c1 in tiles(candidates.shape[0], tile):
             s = a_blk @ candidates[c0:c1].T
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
-            for e, a in enumerate(exponents):
-                x = s.mul_(a) if e == e_n - 1 else s * a  # the last exponent reuses the logits buffer
-                m = torch.maximum(run_max[:, e], x.amax(dim=1))
-                m_safe = torch.where(torch.isfinite(m), m, 0.0)
-                scale = torch.where(torch.isfinite(run_max[:, e]), torch.exp(run_max[:, e] - m_safe), 0.0)
-                run_sum[:, e] = run_sum[:, e] * scale + x.sub_(m_safe[:, None]).exp_().sum(dim=1)
-                run_max[:, e] = m
-        finite = torch.isfinite(run_max)
-        out[r0:r1] = torch.where(finite, torch.where(finite, run_max, 0.0) + run_sum.log(), float("-inf"))
+            absorb_(run_max, run_sum, s, exponents, dim=1)
+        out[r0:r1] = finish(run_max, run_sum, exponents)
     return out, counts
 
 
@@ -78,29 +67,17 @@ class _TiledLSE(torch.autograd.Function):
         exponents, rule, tile = ctx.exponents, ctx.rule, ctx.tile
         ga = torch.zeros_like(anchors) if ctx.needs_input_grad[0] else None
         gc = torch.zeros_like(candidates) if ctx.needs_input_grad[1] else None
-        # rows with no valid entry (L = −inf) get no gradient
-        coef = torch.where(torch.isfinite(out), grad, 0.0) * torch.tensor(
-            exponents, dtype=grad.dtype, device=grad.device
-        )
-        lse = torch.where(torch.isfinite(out), out, 0.0)
-        active = [e for e in range(len(exponents)) if bool((coef[:, e] != 0).any())]  # e.g. not 2β (ESS)
+        coef, lse, active = backward_coefficients(grad, out, exponents)
         if not active:
             return ga, gc, None, None, None
-        for r0, r1 in _tiles(anchors.shape[0], tile):
+        for r0, r1 in tiles(anchors.shape[0], tile):
             a_blk = anchors[r0:r1]
             ga_blk = None
-            for c0, c1 in _tiles(candidates.shape[0], tile):
+            for c0, c1 in tiles(candidates.shape[0], tile):
                 c_blk = candidates[c0:c1]
                 s = a_blk @ c_blk.T
                 rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
-                g: Tensor | None = None
-                for e in active:
-                    a = exponents[e]
-                    x = s.mul_(a) if e == active[-1] and a != 0.0 else s * a
-                    x.sub_(lse[r0:r1, e, None]).exp_().mul_(coef[r0:r1, e, None])
-                    g = x if g is None else g.add_(x)
-                if g is None:
-                    continue
+                g = grad_block(s, lse[r0:r1], coef[r0:r1], exponents, active, dim=1)
                 if ga is not None:
                     ga_blk = g @ c_blk if ga_blk is None else ga_blk.addmm_(g, c_blk)
                 if gc is not None:
@@ -108,6 +85,19 @@ class _TiledLSE(torch.autograd.Function):
             if ga is not None and ga_blk is not None:
                 ga[r0:r1] = ga_blk
         return ga, gc, None, None, None
+
+
+def backward_coefficients(
+    grad: Tensor, out: Tensor, exponents: tuple[float, ...]
+) -> tuple[Tensor, Tensor, list[int]]:
+    """``(coef, lse, active)``: ``coef = a_e · ∂loss/∂L_e`` (A, E), zero on rows without a valid
+    entry (L = −inf: no gradient), ``lse`` with those rows set to 0, and the exponents that carry
+    a gradient (e.g. not the 2β of the effective sample size)."""
+    finite = torch.isfinite(out)
+    coef = torch.where(finite, grad, 0.0) * torch.tensor(exponents, dtype=grad.dtype, device=grad.device)
+    lse = torch.where(finite, out, 0.0)
+    active = [e for e in range(len(exponents)) if bool((coef[:, e] != 0).any())]
+    return coef, lse, active
 
 
 def tiled_lse(

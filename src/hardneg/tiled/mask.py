@@ -93,6 +93,22 @@ class TileMask:
         s.masked_fill_(~valid, float("-inf"))
         return valid.sum(dim=1)
 
+    def count_valid(self, r0: int, r1: int, c0: int, c1: int) -> Tensor:
+        """Per-row valid counts (r1 − r0,) int64 of the block, as :meth:`fill_invalid_` returns them."""
+        if self.exclusions_only:
+            ex = self.excluded[r0:r1]
+            return (c1 - c0) - ((ex >= c0) & (ex < c1)).sum(dim=1)
+        return self.block(r0, r1, c0, c1).sum(dim=1)
+
+    @property
+    def symmetric_labels(self) -> bool:
+        """Whether the labels (if any) read the same for anchors and candidates; with symmetric
+        exclusions and no explicit mask or K-subsampling, the mask is then symmetric."""
+        if not self.collision_free:
+            return True
+        a, c = self.anchor_labels, self.candidate_labels
+        return a is not None and c is not None and a.shape == c.shape and bool(torch.equal(a, c))
+
     def with_subsample(self, seed: int, num_negatives: int, tile: int) -> TileMask:
         """This rule K-subsampled: each anchor's K largest keys among its valid candidates.
 

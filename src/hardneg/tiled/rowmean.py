@@ -26,8 +26,8 @@ from torch.autograd.function import once_differentiable
 
 from hardneg._ramp import Ramp
 from hardneg.tiled.lse import _forward as _lse_forward
-from hardneg.tiled.lse import _tiles
 from hardneg.tiled.mask import TileMask
+from hardneg.tiled.stream import tiles as _tiles
 
 __all__ = ["Ramp", "tiled_row_argmax", "tiled_row_mean"]
 
@@ -51,8 +51,14 @@ def _block_terms(
 class _TiledRowMean(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx: Any, anchors: Tensor, candidates: Tensor, positive: Tensor, beta: float, ramp: Ramp,
-        rule: TileMask, tile: int,
+        ctx: Any,
+        anchors: Tensor,
+        candidates: Tensor,
+        positive: Tensor,
+        beta: float,
+        ramp: Ramp,
+        rule: TileMask,
+        tile: int,
     ) -> Tensor:
         a_n = anchors.shape[0]
         total = torch.zeros(a_n, dtype=anchors.dtype, device=anchors.device)
@@ -75,8 +81,14 @@ class _TiledRowMean(torch.autograd.Function):
                     p = torch.where(valid, torch.exp(s * beta - lse_beta[r0:r1, None]), 0.0)
                     total[r0:r1] += (p * h).sum(dim=1)
         mean = total / counts.clamp_min(1).to(total.dtype) if lse_beta is None else total
-        ctx.save_for_backward(anchors, candidates, positive, mean, counts,
-                              lse_beta if lse_beta is not None else mean.new_empty(0))
+        ctx.save_for_backward(
+            anchors,
+            candidates,
+            positive,
+            mean,
+            counts,
+            lse_beta if lse_beta is not None else mean.new_empty(0),
+        )
         ctx.beta, ctx.ramp, ctx.rule, ctx.tile = beta, ramp, rule, tile
         return mean
 
@@ -95,8 +107,14 @@ class _TiledRowMean(torch.autograd.Function):
                 c_blk = candidates[c0:c1]
                 s = a_blk @ c_blk.T
                 rule.fill_invalid_(s, r0, r1, c0, c1)
-                p, h, dh = _block_terms(s, positive[r0:r1], None if lse_beta is None else lse_beta[r0:r1],
-                                        counts[r0:r1], beta, ramp)
+                p, h, dh = _block_terms(
+                    s,
+                    positive[r0:r1],
+                    None if lse_beta is None else lse_beta[r0:r1],
+                    counts[r0:r1],
+                    beta,
+                    ramp,
+                )
                 pdh = p * dh
                 gp[r0:r1] -= pdh.sum(dim=1) * grad[r0:r1]
                 g = pdh.add_(p * (h - mean[r0:r1, None]), alpha=beta) if beta > 0 else pdh

@@ -1,0 +1,114 @@
+"""The streaming log-sum-exp of a symmetric score matrix: each tile pair computed once.
+
+In SimCLR's layout the anchors are the candidates: with the 2B views ``v`` and ``s_ij = c·⟨v_i,
+v_j⟩`` (``c = 1/t``), ``s`` is symmetric, and so is the validity mask when it is made only of
+symmetric exclusions (the view itself and its partner) and, optionally, labels (collision-free
+negatives). Then the tile ``(I, J)`` of the logits serves the rows ``I`` (a row-wise online
+log-sum-exp) and, transposed, the rows ``J`` (a column-wise one), so only the tiles with ``I ≤ J``
+are computed: half the matrix products of :func:`~hardneg.tiled.lse.tiled_lse`, forward and
+backward. The backward pass recomputes each tile and, with ``H = G_IJ + G_JIᵀ`` (the gradients
+with respect to ``s_ij`` as an entry of row ``i`` and ``s_ji`` as an entry of row ``j``) and
+``w = c·v`` (so that ``s_IJ = w_I v_Jᵀ`` needs no scaling pass),
+
+    ∇v_I += H w_J,    ∇v_J += Hᵀ w_I       (diagonal tiles: ∇v_I += (G + Gᵀ) w_I).
+
+The element-wise work (one exponential per entry and exponent) is that of the unsymmetric pass;
+the extra memory is O(n·d + tile²). Robinson et al.'s hard negatives need the exponents ``1 + β``
+and ``β`` (ICLR 2021, eq. 5 in log form), as in :mod:`hardneg.tiled.lse`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+from hardneg.tiled.lse import backward_coefficients
+from hardneg.tiled.mask import TileMask
+from hardneg.tiled.stream import absorb_, finish, grad_block, tiles
+
+__all__ = ["tiled_lse_symmetric"]
+
+
+def _forward(
+    v: Tensor, w: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int
+) -> tuple[Tensor, Tensor]:
+    n, e_n = v.shape[0], len(exponents)
+    run_max = torch.full((n,), float("-inf"), dtype=v.dtype, device=v.device)
+    run_sum = torch.zeros(n, e_n, dtype=v.dtype, device=v.device)
+    counts = torch.zeros(n, dtype=torch.int64, device=v.device)
+    blocks = tiles(n, tile)
+    for bi, (r0, r1) in enumerate(blocks):
+        for c0, c1 in blocks[bi:]:
+            s = w[r0:r1] @ v[c0:c1].T  # = c·⟨v_i, v_j⟩
+            counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
+            if c0 != r0:  # rows J, read down the columns of the tile (before s is consumed)
+                counts[c0:c1] += rule.count_valid(c0, c1, r0, r1)
+                absorb_(run_max[c0:c1], run_sum[c0:c1], s.clone(), exponents, dim=0)
+            absorb_(run_max[r0:r1], run_sum[r0:r1], s, exponents, dim=1)
+    return finish(run_max, run_sum, exponents), counts
+
+
+class _SymmetricLSE(torch.autograd.Function):
+    @staticmethod
+    def forward(
+        ctx: Any, v: Tensor, scale: float, exponents: tuple[float, ...], rule: TileMask, tile: int
+    ) -> tuple[Tensor, Tensor]:
+        w = v * scale
+        out, counts = _forward(v, w, exponents, rule, tile)
+        ctx.save_for_backward(v, w, out)
+        ctx.exponents, ctx.rule, ctx.tile = exponents, rule, tile
+        ctx.mark_non_differentiable(counts)
+        return out, counts
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor, _counts_grad: Tensor | None) -> tuple[Tensor | None, ...]:
+        v, w, out = ctx.saved_tensors
+        exponents, rule, tile = ctx.exponents, ctx.rule, ctx.tile
+        coef, lse, active = backward_coefficients(grad, out, exponents)
+        gv = torch.zeros_like(v)
+        if not active:
+            return gv, None, None, None, None
+        blocks = tiles(v.shape[0], tile)
+        for bi, (r0, r1) in enumerate(blocks):
+            for c0, c1 in blocks[bi:]:
+                s = w[r0:r1] @ v[c0:c1].T
+                rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
+                h = grad_block(s, lse[r0:r1], coef[r0:r1], exponents, active, dim=1)
+                if c0 != r0:  # + G_JIᵀ, the entries as members of the rows J
+                    h.add_(grad_block(s, lse[c0:c1], coef[c0:c1], exponents, active, dim=0))
+                    gv[r0:r1].addmm_(h, w[c0:c1])
+                    gv[c0:c1].addmm_(h.T, w[r0:r1])
+                else:
+                    gv[r0:r1].addmm_(h.add_(h.T.clone()), w[r0:r1])
+        return gv, None, None, None, None
+
+
+def tiled_lse_symmetric(
+    v: Tensor, scale: float, exponents: tuple[float, ...], rule: TileMask, *, tile: int
+) -> tuple[Tensor, Tensor]:
+    """``(L, N)``: masked ``log Σ_j e^{a_e · scale · ⟨v_i, v_j⟩}`` (n, E) and valid counts (n,) int64.
+
+    Equal to ``tiled_lse(scale · v, v, exponents, rule, tile=tile)`` when ``rule``'s mask is
+    symmetric (exclusions that pair up, as ``[i, (i + B) mod 2B]`` do, and symmetric labels; no
+    explicit mask, no K-subsampling): checked here except for the exclusions' pairing, which the
+    caller guarantees. Shapes: ``v`` (n, d). Differentiable in ``v``.
+    """
+    if tile < 1:
+        raise ValueError(f"tile must be an int >= 1, got {tile}")
+    if rule.explicit is not None or rule.subsample_threshold is not None or not rule.symmetric_labels:
+        raise ValueError(
+            "tiled_lse_symmetric needs a symmetric mask: no explicit mask, no K-subsampling, the same "
+            "labels for anchors and candidates; use tiled_lse"
+        )
+    if rule.num_anchors != v.shape[0] or rule.num_candidates != v.shape[0]:
+        raise ValueError(
+            f"rule must be square over the {v.shape[0]} rows of v, "
+            f"got {rule.num_anchors} x {rule.num_candidates}"
+        )
+    exps = tuple(float(a) for a in exponents)
+    out: tuple[Tensor, Tensor] = _SymmetricLSE.apply(v, float(scale), exps, rule, tile)
+    return out
