@@ -13,6 +13,7 @@ Prints ratios measured in this one run (absolute times drift on shared machines)
    hard and K-subsampled negatives, its time and peak memory (several minutes each on 2 cores).
 
 Usage: ``python benchmarks/bench_tiled.py [--repeats 5] [--huge] [--threads 2]``
+(``--only-huge --huge-cases simclr hard``: just those cases of part 3).
 """
 
 from __future__ import annotations
@@ -94,17 +95,22 @@ def speed(sizes: list[int], repeats: int) -> list[str]:
                 f"tiled/mat = {t / m:.2f}, "
                 f"tiled/floor = {t / med['floor']:.2f}"
             )
+        for case in ("debiased", "hard", "subsample"):
+            lines.append(
+                f"  {case:>9} / simclr: materialised {med[f'{case}/mat'] / med['simclr/mat']:.2f}, "
+                f"tiled {med[f'{case}/tiled'] / med['simclr/tiled']:.2f}"
+            )
     return lines
 
 
-def _peak(case: str, b: int, tiled: bool, threads: int) -> dict[str, float]:
+def _peak(case: str, b: int, tiled: bool, threads: int, tile: int = 1024) -> dict[str, float]:
     code = (
         "import json, sys, time, torch\n"
         f"torch.set_num_threads({threads})\n"
         "sys.path.insert(0, 'benchmarks')\n"
         "from bench_tiled import make_loss, _views, _step\n"
         f"z1, z2 = _views({b})\n"
-        f"t = _step(make_loss({case!r}, {tiled}, tile=2048), z1, z2)\n"
+        f"t = _step(make_loss({case!r}, {tiled}, tile={tile}), z1, z2)\n"
         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
         "print(json.dumps({'seconds': t, 'peak_mib': int(hwm) / 1024}))\n"
     )
@@ -126,11 +132,11 @@ def memory(sizes: list[int], max_gib: float, threads: int) -> list[str]:
     return lines
 
 
-def huge(threads: int) -> list[str]:
+def huge(threads: int, cases: tuple[str, ...] = CASES, tile: int = 1024) -> list[str]:
     b = 65536
-    lines = [f"B={b} (131072 views, d={D}), one fwd+bwd each, tiled (tile 2048), {threads} threads:"]
-    for case in CASES:
-        r = _peak(case, b, True, threads)
+    lines = [f"B={b} (131072 views, d={D}), one fwd+bwd each, tiled (tile {tile}), {threads} threads:"]
+    for case in cases:
+        r = _peak(case, b, True, threads, tile=tile)
         lines.append(f"  {case:>9}: {r['seconds']:7.1f} s, peak {r['peak_mib']:7.0f} MiB")
     lines.append(
         f"  materialised limit: B ~ {int((24 * 2**30 / 16) ** 0.5 / 2)} on 24 GiB "
@@ -147,14 +153,17 @@ def main() -> None:
     parser.add_argument("--max-gib", type=float, default=6.0)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--huge", action="store_true", help="also B = 65536 (several minutes per case)")
+    parser.add_argument("--huge-cases", nargs="+", choices=CASES, default=list(CASES))
+    parser.add_argument("--only-huge", action="store_true", help="skip the speed and memory tables")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    for line in speed(args.sizes, args.repeats):
-        print(line, flush=True)
-    for line in memory(args.memory_sizes, args.max_gib, args.threads):
-        print(line, flush=True)
-    if args.huge:
-        for line in huge(args.threads):
+    if not args.only_huge:
+        for line in speed(args.sizes, args.repeats):
+            print(line, flush=True)
+        for line in memory(args.memory_sizes, args.max_gib, args.threads):
+            print(line, flush=True)
+    if args.huge or args.only_huge:
+        for line in huge(args.threads, tuple(args.huge_cases)):
             print(line, flush=True)
 
 
