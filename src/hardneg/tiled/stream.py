@@ -40,13 +40,22 @@ def _along(x: Tensor, dim: int) -> Tensor:
     return x[:, None] if dim == 1 else x[None, :]
 
 
-def absorb_(run_max: Tensor, run_sum: Tensor, s: Tensor, exponents: tuple[float, ...], *, dim: int) -> None:
-    """Fold the logits block ``s`` (consumed in place) into the running ``(M, S_e)`` of its rows
-    (``dim=1``) or columns (``dim=0``): ``run_max`` (R,), ``run_sum`` (R, E), both updated in place."""
+def absorb_(
+    run_max: Tensor,
+    run_sum: Tensor,
+    s: Tensor,
+    exponents: tuple[float, ...],
+    *,
+    dim: int,
+    consume: bool = True,
+) -> None:
+    """Fold the logits block ``s`` into the running ``(M, S_e)`` of its rows (``dim=1``) or columns
+    (``dim=0``): ``run_max`` (R,), ``run_sum`` (R, E), both updated in place. ``s`` is overwritten
+    unless ``consume=False`` (one more tile-sized buffer)."""
     m = torch.maximum(run_max, s.amax(dim=dim))
     m_safe = torch.where(torch.isfinite(m), m, 0.0)
     old = torch.where(torch.isfinite(run_max), run_max - m_safe, float("-inf"))  # ≤ 0
-    d = s.sub_(_along(m_safe, dim))  # ≤ 0; −inf stays −inf
+    d = s.sub_(_along(m_safe, dim)) if consume else s - _along(m_safe, dim)  # ≤ 0; −inf stays −inf
     order = list(range(len(exponents)))
     doubles = _doubles(exponents, order)
     kept: dict[int, Tensor] = {}
@@ -83,7 +92,7 @@ def grad_block(
         if e in doubles:
             continue
         a = exponents[e]
-        p = (s * a).sub_(_along(lse[:, e], dim)).exp_()
+        p = torch.add(_along(-lse[:, e], dim), s, alpha=a).exp_()  # a·s − L_e in one pass
         partner = [d for d, f in doubles.items() if f == e]
         if partner:  # coef_e p + coef_2e e^{2L_e − L_2e} p² = p ⊙ (coef_e + c' p)
             d2 = partner[0]

@@ -46,7 +46,7 @@ def _forward(
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
             if c0 != r0:  # rows J, read down the columns of the tile (before s is consumed)
                 counts[c0:c1] += rule.count_valid(c0, c1, r0, r1)
-                absorb_(run_max[c0:c1], run_sum[c0:c1], s.clone(), exponents, dim=0)
+                absorb_(run_max[c0:c1], run_sum[c0:c1], s, exponents, dim=0, consume=False)
             absorb_(run_max[r0:r1], run_sum[r0:r1], s, exponents, dim=1)
     return finish(run_max, run_sum, exponents), counts
 
