@@ -26,7 +26,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from hardneg.tiled.mask import TileMask
-from hardneg.tiled.stream import absorb_, finish, grad_block, tiles
+from hardneg.tiled.stream import Scratch, absorb_, finish, grad_block, tiles
 
 __all__ = ["tiled_lse"]
 
@@ -37,14 +37,15 @@ def _forward(
     a_n = anchors.shape[0]
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
+    work = Scratch()
     for r0, r1 in tiles(a_n, tile):
         a_blk = anchors[r0:r1]
         run_max = torch.full((r1 - r0,), float("-inf"), dtype=anchors.dtype, device=anchors.device)
         run_sum = torch.zeros(r1 - r0, len(exponents), dtype=anchors.dtype, device=anchors.device)
         for c0, c1 in tiles(candidates.shape[0], tile):
-            s = a_blk @ candidates[c0:c1].T
+            s = torch.mm(a_blk, candidates[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
-            absorb_(run_max, run_sum, s, exponents, dim=1)
+            absorb_(run_max, run_sum, s, exponents, dim=1, scratch=work)
         out[r0:r1] = finish(run_max, run_sum, exponents)
     return out, counts
 
@@ -70,14 +71,15 @@ class _TiledLSE(torch.autograd.Function):
         coef, lse, active = backward_coefficients(grad, out, exponents)
         if not active:
             return ga, gc, None, None, None
+        work = Scratch()
         for r0, r1 in tiles(anchors.shape[0], tile):
             a_blk = anchors[r0:r1]
             ga_blk = None
             for c0, c1 in tiles(candidates.shape[0], tile):
                 c_blk = candidates[c0:c1]
-                s = a_blk @ c_blk.T
+                s = torch.mm(a_blk, c_blk.T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
                 rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
-                g = grad_block(s, lse[r0:r1], coef[r0:r1], exponents, active, dim=1)
+                g = grad_block(s, lse[r0:r1], coef[r0:r1], exponents, active, dim=1, scratch=work)
                 if ga is not None:
                     ga_blk = g @ c_blk if ga_blk is None else ga_blk.addmm_(g, c_blk)
                 if gc is not None:

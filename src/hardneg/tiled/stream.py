@@ -16,7 +16,31 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["absorb_", "finish", "grad_block", "tiles"]
+__all__ = ["Scratch", "absorb_", "finish", "grad_block", "tiles"]
+
+
+class Scratch:
+    """Tile-sized work buffers reused from one tile to the next, by name.
+
+    A fresh tile-sized allocation on a CPU is new pages from the kernel (a page fault per 4 KiB),
+    which costs about as much as an element-wise pass; reusing a few buffers avoids it. A block
+    smaller than the first (the last tile of a row or column) gets a view of the same memory.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, Tensor] = {}
+
+    def get(self, name: str, rows: int, cols: int, like: Tensor) -> Tensor:
+        """A (rows, cols) contiguous buffer with ``like``'s dtype and device (contents undefined)."""
+        n = rows * cols
+        buf = self._buffers.get(name)
+        if buf is None or buf.numel() < n or buf.dtype != like.dtype or buf.device != like.device:
+            buf = torch.empty(n, dtype=like.dtype, device=like.device)
+            self._buffers[name] = buf
+        return buf[:n].view(rows, cols)
+
+    def like(self, name: str, x: Tensor) -> Tensor:
+        return self.get(name, x.shape[0], x.shape[1], x)
 
 
 def tiles(n: int, tile: int) -> list[tuple[int, int]]:
@@ -48,6 +72,7 @@ def absorb_(
     *,
     dim: int,
     consume: bool = True,
+    scratch: Scratch | None = None,
 ) -> None:
     """Fold the logits block ``s`` into the running ``(M, S_e)`` of its rows (``dim=1``) or columns
     (``dim=0``): ``run_max`` (R,), ``run_sum`` (R, E), both updated in place. ``s`` is overwritten
@@ -55,7 +80,9 @@ def absorb_(
     m = torch.maximum(run_max, s.amax(dim=dim))
     m_safe = torch.where(torch.isfinite(m), m, 0.0)
     old = torch.where(torch.isfinite(run_max), run_max - m_safe, float("-inf"))  # ≤ 0
-    d = s.sub_(_along(m_safe, dim)) if consume else s - _along(m_safe, dim)  # ≤ 0; −inf stays −inf
+    work = scratch if scratch is not None else Scratch()
+    shift = _along(m_safe, dim)
+    d = s.sub_(shift) if consume else torch.sub(s, shift, out=work.like("d", s))  # ≤ 0; −inf stays −inf
     order = list(range(len(exponents)))
     doubles = _doubles(exponents, order)
     kept: dict[int, Tensor] = {}
@@ -63,12 +90,17 @@ def absorb_(
     for i, e in enumerate(singles):
         a = exponents[e]
         last = i == len(singles) - 1
-        x = (d.mul_(a) if a != 1.0 else d).exp_() if last else (d * a).exp_()
+        x = (
+            (d.mul_(a) if a != 1.0 else d).exp_()
+            if last
+            else torch.mul(d, a, out=work.like(f"x{i}", d)).exp_()
+        )
         run_sum[:, e].mul_(torch.exp(a * old)).add_(x.sum(dim=dim))
         if e in doubles.values():
             kept[e] = x
     for e, f in doubles.items():
-        run_sum[:, e].mul_(torch.exp(exponents[e] * old)).add_(torch.linalg.vecdot(kept[f], kept[f], dim=dim))
+        squares = torch.mul(kept[f], kept[f], out=work.like("sq", kept[f])).sum(dim=dim)
+        run_sum[:, e].mul_(torch.exp(exponents[e] * old)).add_(squares)
     run_max.copy_(m)
 
 
@@ -81,23 +113,33 @@ def finish(run_max: Tensor, run_sum: Tensor, exponents: tuple[float, ...]) -> Te
 
 
 def grad_block(
-    s: Tensor, lse: Tensor, coef: Tensor, exponents: tuple[float, ...], active: list[int], *, dim: int
+    s: Tensor,
+    lse: Tensor,
+    coef: Tensor,
+    exponents: tuple[float, ...],
+    active: list[int],
+    *,
+    dim: int,
+    scratch: Scratch | None = None,
+    tag: str = "",
 ) -> Tensor:
     """``Σ_e coef_e · e^{a_e s − L_e}`` over the block ``s`` (not modified), the gradient of
     ``Σ_e coef_e L_e / a_e`` with respect to ``s``; ``lse``, ``coef`` (R, E) index the rows
-    (``dim=1``) or the columns (``dim=0``) of the block."""
+    (``dim=1``) or the columns (``dim=0``) of the block. The result lives in ``scratch``'s
+    buffers named after ``tag`` (valid until the next call with the same tag)."""
+    work = scratch if scratch is not None else Scratch()
     doubles = _doubles(exponents, active)
     g: Tensor | None = None
     for e in active:
         if e in doubles:
             continue
         a = exponents[e]
-        p = torch.add(_along(-lse[:, e], dim), s, alpha=a).exp_()  # a·s − L_e in one pass
+        p = torch.add(_along(-lse[:, e], dim), s, alpha=a, out=work.like(f"{tag}p{e}", s)).exp_()  # a·s − L_e
         partner = [d for d, f in doubles.items() if f == e]
         if partner:  # coef_e p + coef_2e e^{2L_e − L_2e} p² = p ⊙ (coef_e + c' p)
             d2 = partner[0]
             c2 = coef[:, d2] * torch.exp(2.0 * lse[:, e] - lse[:, d2])
-            p.mul_(torch.addcmul(_along(coef[:, e], dim), p, _along(c2, dim)))
+            p.mul_(torch.addcmul(_along(coef[:, e], dim), p, _along(c2, dim), out=work.like(f"{tag}q", s)))
         else:
             p.mul_(_along(coef[:, e], dim))
         g = p if g is None else g.add_(p)

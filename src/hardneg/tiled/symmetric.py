@@ -27,7 +27,7 @@ from torch.autograd.function import once_differentiable
 
 from hardneg.tiled.lse import backward_coefficients
 from hardneg.tiled.mask import TileMask
-from hardneg.tiled.stream import absorb_, finish, grad_block, tiles
+from hardneg.tiled.stream import Scratch, absorb_, finish, grad_block, tiles
 
 __all__ = ["tiled_lse_symmetric"]
 
@@ -40,14 +40,15 @@ def _forward(
     run_sum = torch.zeros(n, e_n, dtype=v.dtype, device=v.device)
     counts = torch.zeros(n, dtype=torch.int64, device=v.device)
     blocks = tiles(n, tile)
+    work = Scratch()
     for bi, (r0, r1) in enumerate(blocks):
         for c0, c1 in blocks[bi:]:
-            s = w[r0:r1] @ v[c0:c1].T  # = c·⟨v_i, v_j⟩
+            s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))  # = c·⟨v_i, v_j⟩
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
             if c0 != r0:  # rows J, read down the columns of the tile (before s is consumed)
                 counts[c0:c1] += rule.count_valid(c0, c1, r0, r1)
-                absorb_(run_max[c0:c1], run_sum[c0:c1], s, exponents, dim=0, consume=False)
-            absorb_(run_max[r0:r1], run_sum[r0:r1], s, exponents, dim=1)
+                absorb_(run_max[c0:c1], run_sum[c0:c1], s, exponents, dim=0, consume=False, scratch=work)
+            absorb_(run_max[r0:r1], run_sum[r0:r1], s, exponents, dim=1, scratch=work)
     return finish(run_max, run_sum, exponents), counts
 
 
@@ -73,17 +74,19 @@ class _SymmetricLSE(torch.autograd.Function):
         if not active:
             return gv, None, None, None, None
         blocks = tiles(v.shape[0], tile)
+        work = Scratch()
         for bi, (r0, r1) in enumerate(blocks):
             for c0, c1 in blocks[bi:]:
-                s = w[r0:r1] @ v[c0:c1].T
+                s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))
                 rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
-                h = grad_block(s, lse[r0:r1], coef[r0:r1], exponents, active, dim=1)
+                h = grad_block(s, lse[r0:r1], coef[r0:r1], exponents, active, dim=1, scratch=work, tag="r")
                 if c0 != r0:  # + G_JIᵀ, the entries as members of the rows J
-                    h.add_(grad_block(s, lse[c0:c1], coef[c0:c1], exponents, active, dim=0))
+                    cols = lse[c0:c1], coef[c0:c1]
+                    h.add_(grad_block(s, *cols, exponents, active, dim=0, scratch=work, tag="c"))
                     gv[r0:r1].addmm_(h, w[c0:c1])
                     gv[c0:c1].addmm_(h.T, w[r0:r1])
                 else:
-                    gv[r0:r1].addmm_(h.add_(h.T.clone()), w[r0:r1])
+                    gv[r0:r1].addmm_(h.add_(work.like("t", h).copy_(h.T)), w[r0:r1])
         return gv, None, None, None, None
 
 
