@@ -13,7 +13,8 @@ Prints ratios measured in this one run (absolute times drift on shared machines)
    hard and K-subsampled negatives, its time and peak memory (several minutes each on 2 cores).
 
 Usage: ``python benchmarks/bench_tiled.py [--repeats 5] [--huge] [--threads 2]``
-(``--only-huge --huge-cases simclr hard``: just those cases of part 3).
+(``--only-huge --huge-cases simclr hard``: just those cases of part 3; ``--compiled``: part 1
+also with ``compile_tiles=True``, the first call of each size compiling for tens of seconds).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ def make_loss(case: str, tiled: bool, tile: int = 1024):  # type: ignore[no-unty
     from hardneg import ContrastiveLoss, negatives
 
     kw: dict[str, object] = {"temperature": T}
+    if case.endswith("+compiled"):  # the same case with torch.compile'd tile kernels
+        case = case.removesuffix("+compiled")
+        kw["compile_tiles"] = True
     if case == "debiased":
         kw["tau_plus"] = 0.1
     elif case == "hard":
@@ -70,12 +74,13 @@ def _floor(z1: torch.Tensor, z2: torch.Tensor) -> float:
     return time.perf_counter() - t0
 
 
-def speed(sizes: list[int], repeats: int) -> list[str]:
+def speed(sizes: list[int], repeats: int, compiled: bool = False) -> list[str]:
     lines = []
+    cases = CASES + (("simclr+compiled", "hard+compiled") if compiled else ())
     for b in sizes:
         z1, z2 = _views(b)
         fns = {"floor": lambda z1=z1, z2=z2: _floor(z1, z2)}
-        for case in CASES:
+        for case in cases:
             fns[f"{case}/mat"] = lambda c=case, z1=z1, z2=z2: _step(make_loss(c, False), z1, z2)
             fns[f"{case}/tiled"] = lambda c=case, z1=z1, z2=z2: _step(make_loss(c, True), z1, z2)
         times: dict[str, list[float]] = {k: [] for k in fns}
@@ -88,7 +93,7 @@ def speed(sizes: list[int], repeats: int) -> list[str]:
         lines.append(
             f"B={b} d={D} (2B={2 * b} views), medians of {repeats}; floor {1e3 * med['floor']:.0f} ms"
         )
-        for case in CASES:
+        for case in cases:
             m, t = med[f"{case}/mat"], med[f"{case}/tiled"]
             lines.append(
                 f"  {case:>9}: materialised {1e3 * m:7.0f} ms, tiled {1e3 * t:7.0f} ms, "
@@ -100,6 +105,9 @@ def speed(sizes: list[int], repeats: int) -> list[str]:
                 f"  {case:>9} / simclr: materialised {med[f'{case}/mat'] / med['simclr/mat']:.2f}, "
                 f"tiled {med[f'{case}/tiled'] / med['simclr/tiled']:.2f}"
             )
+        if compiled:
+            ratio = med["hard+compiled/tiled"] / med["simclr+compiled/tiled"]
+            lines.append(f"  compiled: hard / simclr (tiled) {ratio:.2f}")
     return lines
 
 
@@ -155,10 +163,11 @@ def main() -> None:
     parser.add_argument("--huge", action="store_true", help="also B = 65536 (several minutes per case)")
     parser.add_argument("--huge-cases", nargs="+", choices=CASES, default=list(CASES))
     parser.add_argument("--only-huge", action="store_true", help="skip the speed and memory tables")
+    parser.add_argument("--compiled", action="store_true", help="also with compile_tiles=True")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if not args.only_huge:
-        for line in speed(args.sizes, args.repeats):
+        for line in speed(args.sizes, args.repeats, args.compiled):
             print(line, flush=True)
         for line in memory(args.memory_sizes, args.max_gib, args.threads):
             print(line, flush=True)

@@ -98,6 +98,7 @@ def tiled_loss(
     diagnostics: bool = False,
     generator: torch.Generator | None = None,
     symmetric: bool = False,
+    compiled: bool = False,
 ) -> LossOutput:
     """Steps 2–4 for prepared embeddings (normalised or not), never forming the (A, N) matrix.
 
@@ -107,6 +108,8 @@ def tiled_loss(
     ``symmetric=True`` says that the anchors are the candidates (SimCLR's 2B views, not gathered)
     and the exclusions pair up; the log-sum-exp then computes each tile pair once
     (:func:`~hardneg.tiled.symmetric.tiled_lse_symmetric`) unless K-subsampling breaks the symmetry.
+    ``compiled=True`` fuses each tile's element-wise work with ``torch.compile``
+    (:mod:`hardneg.tiled.compiled`; the first call compiles).
     """
     check_tileable(negatives, objective)
     base, sub, collision_free = _unwrap(negatives)
@@ -132,9 +135,11 @@ def tiled_loss(
         exponents += (2.0 * beta,)
     at = anchors / temperature
     if symmetric and rule.subsample_threshold is None and rule.explicit is None and rule.symmetric_labels:
-        lse, counts = tiled_lse_symmetric(candidates, 1.0 / temperature, exponents, rule, tile=tile)
+        lse, counts = tiled_lse_symmetric(
+            candidates, 1.0 / temperature, exponents, rule, tile=tile, compiled=compiled
+        )
     else:
-        lse, counts = tiled_lse(at, candidates, exponents, rule, tile=tile)
+        lse, counts = tiled_lse(at, candidates, exponents, rule, tile=tile, compiled=compiled)
     if bool((counts == 0).any()):
         raise ValueError("every anchor needs at least one valid negative; some rows of mask are empty")
     n_valid = counts.to(anchors.dtype)

@@ -19,6 +19,8 @@ Cheng et al. (Inf-CL, arXiv:2410.17243), extended to several exponents (hard neg
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -32,9 +34,15 @@ __all__ = ["tiled_lse"]
 
 
 def _forward(
-    anchors: Tensor, candidates: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int
+    anchors: Tensor,
+    candidates: Tensor,
+    exponents: tuple[float, ...],
+    rule: TileMask,
+    tile: int,
+    compiled: bool = False,
 ) -> tuple[Tensor, Tensor]:
     a_n = anchors.shape[0]
+    kernels = fused(exponents, anchors) if compiled else None
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
     work = Scratch()
@@ -45,7 +53,10 @@ def _forward(
         for c0, c1 in tiles(candidates.shape[0], tile):
             s = torch.mm(a_blk, candidates[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
-            absorb_(run_max, run_sum, s, exponents, dim=1, scratch=work)
+            if kernels is not None:
+                run_max, run_sum = kernels.absorb(run_max, run_sum, s, kernels.exponents, 1)
+            else:
+                absorb_(run_max, run_sum, s, exponents, dim=1, scratch=work)
         out[r0:r1] = finish(run_max, run_sum, exponents)
     return out, counts
 
@@ -53,11 +64,17 @@ def _forward(
 class _TiledLSE(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx: Any, anchors: Tensor, candidates: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int
+        ctx: Any,
+        anchors: Tensor,
+        candidates: Tensor,
+        exponents: tuple[float, ...],
+        rule: TileMask,
+        tile: int,
+        compiled: bool,
     ) -> tuple[Tensor, Tensor]:
-        out, counts = _forward(anchors, candidates, exponents, rule, tile)
+        out, counts = _forward(anchors, candidates, exponents, rule, tile, compiled)
         ctx.save_for_backward(anchors, candidates, out)
-        ctx.exponents, ctx.rule, ctx.tile = exponents, rule, tile
+        ctx.exponents, ctx.rule, ctx.tile, ctx.compiled = exponents, rule, tile, compiled
         ctx.mark_non_differentiable(counts)
         return out, counts
 
@@ -70,7 +87,8 @@ class _TiledLSE(torch.autograd.Function):
         gc = torch.zeros_like(candidates) if ctx.needs_input_grad[1] else None
         coef, lse, active = backward_coefficients(grad, out, exponents)
         if not active:
-            return ga, gc, None, None, None
+            return ga, gc, None, None, None, None
+        grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
         work = Scratch()
         for r0, r1 in tiles(anchors.shape[0], tile):
             a_blk = anchors[r0:r1]
@@ -79,14 +97,14 @@ class _TiledLSE(torch.autograd.Function):
                 c_blk = candidates[c0:c1]
                 s = torch.mm(a_blk, c_blk.T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
                 rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
-                g = grad_block(s, lse[r0:r1], coef[r0:r1], exponents, active, dim=1, scratch=work)
+                g = grad_of(s, lse[r0:r1], coef[r0:r1], 1, work, "")
                 if ga is not None:
                     ga_blk = g @ c_blk if ga_blk is None else ga_blk.addmm_(g, c_blk)
                 if gc is not None:
                     gc[c0:c1].addmm_(g.T, a_blk)
             if ga is not None and ga_blk is not None:
                 ga[r0:r1] = ga_blk
-        return ga, gc, None, None, None
+        return ga, gc, None, None, None, None
 
 
 def backward_coefficients(
@@ -102,17 +120,55 @@ def backward_coefficients(
     return coef, lse, active
 
 
+@dataclass(frozen=True)
+class _Fused:
+    absorb: Callable[..., tuple[Tensor, Tensor]]
+    exponents: Tensor
+
+
+def fused(exponents: tuple[float, ...], like: Tensor) -> _Fused:
+    """The compiled block kernels (:mod:`hardneg.tiled.compiled`) with the exponents as a tensor."""
+    from hardneg.tiled.compiled import compiled_kernels
+
+    absorb, _ = compiled_kernels()
+    return _Fused(absorb, torch.tensor(exponents, dtype=like.dtype, device=like.device))
+
+
+def block_gradient(
+    exponents: tuple[float, ...], active: list[int], like: Tensor, compiled: bool
+) -> Callable[[Tensor, Tensor, Tensor, int, Scratch, str], Tensor]:
+    """``(s, lse, coef, dim, scratch, tag) → Σ_e coef_e e^{a_e s − L_e}`` over the active exponents:
+    the eager :func:`~hardneg.tiled.stream.grad_block` or its compiled, fused twin."""
+    if not compiled:
+        return lambda s, lse, coef, dim, work, tag: grad_block(
+            s, lse, coef, exponents, active, dim=dim, scratch=work, tag=tag
+        )
+    from hardneg.tiled.compiled import compiled_kernels
+
+    _, grad = compiled_kernels()
+    exps = torch.tensor([exponents[e] for e in active], dtype=like.dtype, device=like.device)
+    return lambda s, lse, coef, dim, work, tag: grad(s, lse[:, active], coef[:, active], exps, dim)
+
+
 def tiled_lse(
-    anchors: Tensor, candidates: Tensor, exponents: tuple[float, ...], rule: TileMask, *, tile: int
+    anchors: Tensor,
+    candidates: Tensor,
+    exponents: tuple[float, ...],
+    rule: TileMask,
+    *,
+    tile: int,
+    compiled: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """``(L, N)``: masked ``log Σ_j e^{a_e s_ij}`` (A, E) and valid counts N_i (A,) int64.
 
     Shapes: ``anchors`` (A, d) (divided by the temperature), ``candidates`` (N, d); ``rule``
-    makes each tile's mask; ``tile`` is the side of a tile. Differentiable in both inputs.
+    makes each tile's mask; ``tile`` is the side of a tile; ``compiled`` fuses the element-wise
+    work of a tile with ``torch.compile`` (:mod:`hardneg.tiled.compiled`). Differentiable in both
+    inputs.
     """
     if tile < 1:
         raise ValueError(f"tile must be an int >= 1, got {tile}")
     out: tuple[Tensor, Tensor] = _TiledLSE.apply(
-        anchors, candidates, tuple(float(a) for a in exponents), rule, tile
+        anchors, candidates, tuple(float(a) for a in exponents), rule, tile, bool(compiled)
     )
     return out

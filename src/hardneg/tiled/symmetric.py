@@ -25,16 +25,17 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from hardneg.tiled.lse import backward_coefficients
+from hardneg.tiled.lse import backward_coefficients, block_gradient, fused
 from hardneg.tiled.mask import TileMask
-from hardneg.tiled.stream import Scratch, absorb_, finish, grad_block, tiles
+from hardneg.tiled.stream import Scratch, absorb_, finish, tiles
 
 __all__ = ["tiled_lse_symmetric"]
 
 
 def _forward(
-    v: Tensor, w: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int
+    v: Tensor, w: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int, compiled: bool
 ) -> tuple[Tensor, Tensor]:
+    kernels = fused(exponents, v) if compiled else None
     n, e_n = v.shape[0], len(exponents)
     run_max = torch.full((n,), float("-inf"), dtype=v.dtype, device=v.device)
     run_sum = torch.zeros(n, e_n, dtype=v.dtype, device=v.device)
@@ -47,20 +48,34 @@ def _forward(
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
             if c0 != r0:  # rows J, read down the columns of the tile (before s is consumed)
                 counts[c0:c1] += rule.count_valid(c0, c1, r0, r1)
-                absorb_(run_max[c0:c1], run_sum[c0:c1], s, exponents, dim=0, consume=False, scratch=work)
-            absorb_(run_max[r0:r1], run_sum[r0:r1], s, exponents, dim=1, scratch=work)
+                if kernels is not None:
+                    m, sums = kernels.absorb(run_max[c0:c1], run_sum[c0:c1], s, kernels.exponents, 0)
+                    run_max[c0:c1], run_sum[c0:c1] = m, sums
+                else:
+                    absorb_(run_max[c0:c1], run_sum[c0:c1], s, exponents, dim=0, consume=False, scratch=work)
+            if kernels is not None:
+                m, sums = kernels.absorb(run_max[r0:r1], run_sum[r0:r1], s, kernels.exponents, 1)
+                run_max[r0:r1], run_sum[r0:r1] = m, sums
+            else:
+                absorb_(run_max[r0:r1], run_sum[r0:r1], s, exponents, dim=1, scratch=work)
     return finish(run_max, run_sum, exponents), counts
 
 
 class _SymmetricLSE(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx: Any, v: Tensor, scale: float, exponents: tuple[float, ...], rule: TileMask, tile: int
+        ctx: Any,
+        v: Tensor,
+        scale: float,
+        exponents: tuple[float, ...],
+        rule: TileMask,
+        tile: int,
+        compiled: bool,
     ) -> tuple[Tensor, Tensor]:
         w = v * scale
-        out, counts = _forward(v, w, exponents, rule, tile)
+        out, counts = _forward(v, w, exponents, rule, tile, compiled)
         ctx.save_for_backward(v, w, out)
-        ctx.exponents, ctx.rule, ctx.tile = exponents, rule, tile
+        ctx.exponents, ctx.rule, ctx.tile, ctx.compiled = exponents, rule, tile, compiled
         ctx.mark_non_differentiable(counts)
         return out, counts
 
@@ -72,26 +87,32 @@ class _SymmetricLSE(torch.autograd.Function):
         coef, lse, active = backward_coefficients(grad, out, exponents)
         gv = torch.zeros_like(v)
         if not active:
-            return gv, None, None, None, None
+            return gv, None, None, None, None, None
+        grad_of = block_gradient(exponents, active, v, ctx.compiled)
         blocks = tiles(v.shape[0], tile)
         work = Scratch()
         for bi, (r0, r1) in enumerate(blocks):
             for c0, c1 in blocks[bi:]:
                 s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))
                 rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
-                h = grad_block(s, lse[r0:r1], coef[r0:r1], exponents, active, dim=1, scratch=work, tag="r")
+                h = grad_of(s, lse[r0:r1], coef[r0:r1], 1, work, "r")
                 if c0 != r0:  # + G_JIᵀ, the entries as members of the rows J
-                    cols = lse[c0:c1], coef[c0:c1]
-                    h.add_(grad_block(s, *cols, exponents, active, dim=0, scratch=work, tag="c"))
+                    h.add_(grad_of(s, lse[c0:c1], coef[c0:c1], 0, work, "c"))
                     gv[r0:r1].addmm_(h, w[c0:c1])
                     gv[c0:c1].addmm_(h.T, w[r0:r1])
                 else:
                     gv[r0:r1].addmm_(h.add_(work.like("t", h).copy_(h.T)), w[r0:r1])
-        return gv, None, None, None, None
+        return gv, None, None, None, None, None
 
 
 def tiled_lse_symmetric(
-    v: Tensor, scale: float, exponents: tuple[float, ...], rule: TileMask, *, tile: int
+    v: Tensor,
+    scale: float,
+    exponents: tuple[float, ...],
+    rule: TileMask,
+    *,
+    tile: int,
+    compiled: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """``(L, N)``: masked ``log Σ_j e^{a_e · scale · ⟨v_i, v_j⟩}`` (n, E) and valid counts (n,) int64.
 
@@ -113,5 +134,5 @@ def tiled_lse_symmetric(
             f"got {rule.num_anchors} x {rule.num_candidates}"
         )
     exps = tuple(float(a) for a in exponents)
-    out: tuple[Tensor, Tensor] = _SymmetricLSE.apply(v, float(scale), exps, rule, tile)
+    out: tuple[Tensor, Tensor] = _SymmetricLSE.apply(v, float(scale), exps, rule, tile, bool(compiled))
     return out
