@@ -139,7 +139,8 @@ def grad_block(
         if partner:  # coef_e p + coef_2e e^{2L_e − L_2e} p² = p ⊙ (coef_e + c' p)
             d2 = partner[0]
             c2 = coef[:, d2] * torch.exp(2.0 * lse[:, e] - lse[:, d2])
-            p.mul_(torch.addcmul(_along(coef[:, e], dim), p, _along(c2, dim), out=work.like(f"{tag}q", s)))
+            q = torch.mul(p, _along(c2, dim), out=work.like(f"{tag}q", s))  # faster than addcmul
+            p.mul_(q.add_(_along(coef[:, e], dim)))
         else:
             p.mul_(_along(coef[:, e], dim))
         g = p if g is None else g.add_(p)
