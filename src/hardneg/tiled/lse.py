@@ -20,7 +20,6 @@ Cheng et al. (Inf-CL, arXiv:2410.17243), extended to several exponents (hard neg
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -42,7 +41,7 @@ def _forward(
     compiled: bool = False,
 ) -> tuple[Tensor, Tensor]:
     a_n = anchors.shape[0]
-    kernels = fused(exponents, anchors) if compiled else None
+    fold = block_absorb(exponents, anchors, compiled)
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
     work = Scratch()
@@ -53,10 +52,7 @@ def _forward(
         for c0, c1 in tiles(candidates.shape[0], tile):
             s = torch.mm(a_blk, candidates[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
-            if kernels is not None:
-                run_max, run_sum = kernels.absorb(run_max, run_sum, s, kernels.exponents, 1)
-            else:
-                absorb_(run_max, run_sum, s, exponents, dim=1, scratch=work)
+            fold(run_max, run_sum, s, 1, work, True)
         out[r0:r1] = finish(run_max, run_sum, exponents)
     return out, counts
 
@@ -120,18 +116,27 @@ def backward_coefficients(
     return coef, lse, active
 
 
-@dataclass(frozen=True)
-class _Fused:
-    absorb: Callable[..., tuple[Tensor, Tensor]]
-    exponents: Tensor
-
-
-def fused(exponents: tuple[float, ...], like: Tensor) -> _Fused:
-    """The compiled block kernels (:mod:`hardneg.tiled.compiled`) with the exponents as a tensor."""
+def block_absorb(
+    exponents: tuple[float, ...], like: Tensor, compiled: bool
+) -> Callable[[Tensor, Tensor, Tensor, int, Scratch, bool], None]:
+    """``(run_max, run_sum, s, dim, scratch, consume) → None``: fold a logits block into the running
+    statistics in place — the eager :func:`~hardneg.tiled.stream.absorb_` or its compiled, fused
+    twin (which never overwrites ``s``)."""
+    if not compiled:
+        return lambda run_max, run_sum, s, dim, work, consume: absorb_(
+            run_max, run_sum, s, exponents, dim=dim, consume=consume, scratch=work
+        )
     from hardneg.tiled.compiled import compiled_kernels
 
     absorb, _ = compiled_kernels()
-    return _Fused(absorb, torch.tensor(exponents, dtype=like.dtype, device=like.device))
+    exps = torch.tensor(exponents, dtype=like.dtype, device=like.device)
+
+    def fold(run_max: Tensor, run_sum: Tensor, s: Tensor, dim: int, work: Scratch, consume: bool) -> None:
+        m, sums = absorb(run_max, run_sum, s, exps, dim)
+        run_max.copy_(m)
+        run_sum.copy_(sums)
+
+    return fold
 
 
 def block_gradient(

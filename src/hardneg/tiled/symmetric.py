@@ -25,9 +25,9 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from hardneg.tiled.lse import backward_coefficients, block_gradient, fused
+from hardneg.tiled.lse import backward_coefficients, block_absorb, block_gradient
 from hardneg.tiled.mask import TileMask
-from hardneg.tiled.stream import Scratch, absorb_, finish, tiles
+from hardneg.tiled.stream import Scratch, finish, tiles
 
 __all__ = ["tiled_lse_symmetric"]
 
@@ -35,7 +35,7 @@ __all__ = ["tiled_lse_symmetric"]
 def _forward(
     v: Tensor, w: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int, compiled: bool
 ) -> tuple[Tensor, Tensor]:
-    kernels = fused(exponents, v) if compiled else None
+    fold = block_absorb(exponents, v, compiled)
     n, e_n = v.shape[0], len(exponents)
     run_max = torch.full((n,), float("-inf"), dtype=v.dtype, device=v.device)
     run_sum = torch.zeros(n, e_n, dtype=v.dtype, device=v.device)
@@ -48,16 +48,8 @@ def _forward(
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
             if c0 != r0:  # rows J, read down the columns of the tile (before s is consumed)
                 counts[c0:c1] += rule.count_valid(c0, c1, r0, r1)
-                if kernels is not None:
-                    m, sums = kernels.absorb(run_max[c0:c1], run_sum[c0:c1], s, kernels.exponents, 0)
-                    run_max[c0:c1], run_sum[c0:c1] = m, sums
-                else:
-                    absorb_(run_max[c0:c1], run_sum[c0:c1], s, exponents, dim=0, consume=False, scratch=work)
-            if kernels is not None:
-                m, sums = kernels.absorb(run_max[r0:r1], run_sum[r0:r1], s, kernels.exponents, 1)
-                run_max[r0:r1], run_sum[r0:r1] = m, sums
-            else:
-                absorb_(run_max[r0:r1], run_sum[r0:r1], s, exponents, dim=1, scratch=work)
+                fold(run_max[c0:c1], run_sum[c0:c1], s, 0, work, False)
+            fold(run_max[r0:r1], run_sum[r0:r1], s, 1, work, True)
     return finish(run_max, run_sum, exponents), counts
 
 
