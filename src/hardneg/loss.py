@@ -73,8 +73,9 @@ class ContrastiveLoss(nn.Module):
             row-reducible objectives (InfoNCE, Debiased, Logistic, LogisticMPair).
         tile_size: override the tile side derived from ``memory_budget``.
         compile_tiles: fuse the tiled engine's element-wise work per tile with ``torch.compile``
-            (:mod:`hardneg.tiled.compiled`): several times less time in the exponentials on a CPU,
-            after a first call that compiles for tens of seconds (needs a C++ compiler on CPU).
+            (:mod:`hardneg.tiled.compiled`); the first call compiles for tens of seconds (a C++
+            compiler is needed on a CPU). Off by default: on a 2-core CPU the matrix products
+            dominate and it gave no consistent speed-up.
         gather_distributed: when a ``torch.distributed`` process group with more than one
             process is active, use the views of all ranks as candidates (with gradients); the
             reduction is over this rank's anchors, so that DDP's gradient averaging gives exactly
