@@ -3,9 +3,10 @@
 Prints ratios measured in this one run (absolute times drift on shared machines):
 
 1. fwd+bwd time, tiled / materialised, at B ∈ {1024, 4096} (goal ≤ 1.1× at B = 4096), for
-   SimCLR, debiased, hard (β = 1, τ⁺ = 0.1) and K-subsampled (K = 256) negatives, cases
-   interleaved repeat by repeat; and each against the 3-matmul floor (v·vᵀ and its two
-   backward matmuls).
+   SimCLR, debiased, hard (β = 1, τ⁺ = 0.1) and K-subsampled (K = 256) negatives, each case
+   once per round in an order rotated from round to round; and each against the 3-matmul floor
+   (v·vᵀ and its two backward matmuls). A ratio is the median (and quartiles) over rounds of
+   the two times of the same round.
 2. peak resident memory of one fwd+bwd (VmHWM of a fresh process) for growing B: the tiled
    path grows linearly in B, the materialised one quadratically (it stops where it would need
    more than ``--max-gib``).
@@ -25,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -83,32 +85,55 @@ def speed(sizes: list[int], repeats: int, compiled: bool = False) -> list[str]:
         for case in cases:
             fns[f"{case}/mat"] = lambda c=case, z1=z1, z2=z2: _step(make_loss(c, False), z1, z2)
             fns[f"{case}/tiled"] = lambda c=case, z1=z1, z2=z2: _step(make_loss(c, True), z1, z2)
-        times: dict[str, list[float]] = {k: [] for k in fns}
-        for fn in fns.values():
-            fn()  # warm-up
-        for _ in range(repeats):
-            for k, fn in fns.items():
-                times[k].append(fn())
+        times = _rounds(fns, repeats)
         med = {k: statistics.median(v) for k, v in times.items()}
+
+        def r(a: str, b: str, times: dict[str, list[float]] = times) -> str:
+            return _paired(times[a], times[b])
+
         lines.append(
-            f"B={b} d={D} (2B={2 * b} views), medians of {repeats}; floor {1e3 * med['floor']:.0f} ms"
+            f"B={b} d={D} (2B={2 * b} views), {repeats} rounds; floor {1e3 * med['floor']:.0f} ms "
+            "(ratios: median [quartiles] of the per-round ratios)"
         )
         for case in cases:
             m, t = med[f"{case}/mat"], med[f"{case}/tiled"]
             lines.append(
                 f"  {case:>9}: materialised {1e3 * m:7.0f} ms, tiled {1e3 * t:7.0f} ms, "
-                f"tiled/mat = {t / m:.2f}, "
-                f"tiled/floor = {t / med['floor']:.2f}"
+                f"tiled/mat = {r(f'{case}/tiled', f'{case}/mat')}, "
+                f"tiled/floor = {r(f'{case}/tiled', 'floor')}"
             )
         for case in ("debiased", "hard", "subsample"):
             lines.append(
-                f"  {case:>9} / simclr: materialised {med[f'{case}/mat'] / med['simclr/mat']:.2f}, "
-                f"tiled {med[f'{case}/tiled'] / med['simclr/tiled']:.2f}"
+                f"  {case:>9} / simclr: materialised {r(f'{case}/mat', 'simclr/mat')}, "
+                f"tiled {r(f'{case}/tiled', 'simclr/tiled')}"
             )
         if compiled:
-            ratio = med["hard+compiled/tiled"] / med["simclr+compiled/tiled"]
-            lines.append(f"  compiled: hard / simclr (tiled) {ratio:.2f}")
+            lines.append(
+                f"  compiled: hard / simclr (tiled) {r('hard+compiled/tiled', 'simclr+compiled/tiled')}"
+            )
     return lines
+
+
+def _rounds(fns: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
+    """Each function once per round, the order rotated from round to round (so that no case always
+    runs after the same neighbour), after one warm-up call each."""
+    names = list(fns)
+    times: dict[str, list[float]] = {k: [] for k in names}
+    for fn in fns.values():
+        fn()
+    for i in range(repeats):
+        k0 = i % len(names)
+        for k in names[k0:] + names[:k0]:
+            times[k].append(fns[k]())
+    return times
+
+
+def _paired(num: list[float], den: list[float]) -> str:
+    """Median and quartiles of the per-round ratios ``num[i] / den[i]`` (the two timed minutes
+    apart at most, so slow drift of the machine cancels)."""
+    ratios = sorted(a / b for a, b in zip(num, den, strict=True))
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
 
 
 def _peak(case: str, b: int, tiled: bool, threads: int, tile: int = 1024) -> dict[str, float]:

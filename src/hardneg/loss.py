@@ -169,7 +169,10 @@ class ContrastiveLoss(nn.Module):
         diagnostics: bool,
         generator: torch.Generator | None,
         symmetric: bool = False,
+        positive_roll: int = 0,
     ) -> LossOutput:
+        """The tiled engine on prepared inputs; ``positive_roll`` ≠ 0: the positives are the
+        prepared anchors rolled by that many rows (SimCLR's partner views, prepared once)."""
         from hardneg.tiled.engine import tiled_loss
 
         pp = prepare_pair(
@@ -182,13 +185,19 @@ class ContrastiveLoss(nn.Module):
             anchor_labels=anchor_labels,
             candidate_labels=candidate_labels,
         )
+        positives, positive_norms = pp.positives, pp.positive_norms
+        if positive_roll:
+            positives, positive_norms = (
+                positives.roll(positive_roll, 0),
+                positive_norms.roll(positive_roll, 0),
+            )
         return tiled_loss(
             pp.anchors,
-            pp.positives,
+            positives,
             pp.candidates,
             temperature=pp.temperature,
             anchor_norms=pp.anchor_norms,
-            positive_norms=pp.positive_norms,
+            positive_norms=positive_norms,
             candidate_norms=pp.candidate_norms,
             excluded=excluded,
             negatives=self.negatives,
@@ -235,7 +244,7 @@ class ContrastiveLoss(nn.Module):
             cand_labels = None if view_labels is None else distributed.all_gather_no_grad(view_labels)
         return self._tiled(
             v,
-            v.roll(b, dims=0),
+            v,  # rolled by b once prepared: each view's partner
             candidates,
             tile=tile,
             excluded=excluded,
@@ -244,6 +253,7 @@ class ContrastiveLoss(nn.Module):
             diagnostics=diagnostics,
             generator=generator,
             symmetric=not gathered,
+            positive_roll=b,
         )
 
     def pair_detailed(
@@ -371,7 +381,11 @@ class ContrastiveLoss(nn.Module):
         if self.collision_free:
             raise ValueError("collision_free needs labels; multi_positive_detailed takes none")
         scores = multi_positive_scores(
-            anchors, candidates, positive_mask, temperature=self.temperature, exclude=exclude,
+            anchors,
+            candidates,
+            positive_mask,
+            temperature=self.temperature,
+            exclude=exclude,
             normalize=self.normalize,
         )
         return self.compute(scores, diagnostics=True, generator=generator)

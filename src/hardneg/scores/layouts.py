@@ -40,6 +40,7 @@ class PreparedPair:
     candidate_labels: Tensor | None
     temperature: float
 
+
 __all__ = [
     "PreparedPair",
     "check_two_views",
@@ -243,7 +244,8 @@ def prepare_pair(
         )
     check_same_device(anchors=anchors, positives=positives, candidates=candidates)
     for name, x in (("anchors", anchors), ("positives", positives), ("candidates", candidates)):
-        check_finite_tensor(name, x)
+        if name == "anchors" or x is not anchors:  # the same tensor is checked (and prepared) once
+            check_finite_tensor(name, x)
     a_n, n_n = anchors.shape[0], candidates.shape[0]
     if mask is not None and (
         not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != (a_n, n_n)
@@ -258,14 +260,21 @@ def prepare_pair(
     widest = torch.promote_types(torch.promote_types(anchors.dtype, positives.dtype), candidates.dtype)
     dtype = compute_dtype(widest)
     a, a_norms = _prepare(anchors, normalize, dtype)
-    p, p_norms = _prepare(positives, normalize, dtype)
-    c, c_norms = _prepare(candidates, normalize, dtype)
+    p, p_norms = (a, a_norms) if positives is anchors else _prepare(positives, normalize, dtype)
+    c, c_norms = (a, a_norms) if candidates is anchors else _prepare(candidates, normalize, dtype)
     if not normalize:
         _check_logit_range("anchors, positives, candidates", a_norms, torch.cat([p_norms, c_norms]), t, dtype)
     return PreparedPair(
-        anchors=a, positives=p, candidates=c, anchor_norms=a_norms, positive_norms=p_norms,
-        candidate_norms=c_norms, mask=mask, anchor_labels=anchor_labels,
-        candidate_labels=candidate_labels, temperature=t,
+        anchors=a,
+        positives=p,
+        candidates=c,
+        anchor_norms=a_norms,
+        positive_norms=p_norms,
+        candidate_norms=c_norms,
+        mask=mask,
+        anchor_labels=anchor_labels,
+        candidate_labels=candidate_labels,
+        temperature=t,
     )
 
 
@@ -296,8 +305,14 @@ def pair_scores(
     :func:`simclr_scores`); half precision is computed in float32 (:func:`compute_dtype`).
     """
     pp = prepare_pair(
-        anchors, positives, candidates, temperature=temperature, mask=mask, normalize=normalize,
-        anchor_labels=anchor_labels, candidate_labels=candidate_labels,
+        anchors,
+        positives,
+        candidates,
+        temperature=temperature,
+        mask=mask,
+        normalize=normalize,
+        anchor_labels=anchor_labels,
+        candidate_labels=candidate_labels,
     )
     t = pp.temperature
     at = pp.anchors / t

@@ -10,11 +10,13 @@ backward. The backward pass recomputes each tile and, with ``H = G_IJ + G_JIᵀ`
 with respect to ``s_ij`` as an entry of row ``i`` and ``s_ji`` as an entry of row ``j``) and
 ``w = c·v`` (so that ``s_IJ = w_I v_Jᵀ`` needs no scaling pass),
 
-    ∇v_I += H w_J,    ∇v_J += Hᵀ w_I       (diagonal tiles: ∇v_I += (G + Gᵀ) w_I).
+    ∇v_I += H w_J,    ∇v_J += Hᵀ w_I       (diagonal tiles: ∇v_I += H w_I).
 
-The element-wise work (one exponential per entry and exponent) is that of the unsymmetric pass;
-the extra memory is O(n·d + tile²). Robinson et al.'s hard negatives need the exponents ``1 + β``
-and ``β`` (ICLR 2021, eq. 5 in log form), as in :mod:`hardneg.tiled.lse`.
+``G_JIᵀ`` is the column-wise gradient of the tile itself (``s_ji = s_ij``), so neither direction
+needs a transposed copy, and both share one exponential per entry and exponent where the tile
+allows a common shift (:mod:`hardneg.tiled.pair`); the extra memory is O(n·d + tile²).
+Robinson et al.'s hard negatives need the exponents ``1 + β`` and ``β`` (ICLR 2021, eq. 5 in
+log form), as in :mod:`hardneg.tiled.lse`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from torch.autograd.function import once_differentiable
 
 from hardneg.tiled.lse import backward_coefficients, block_absorb, block_gradient
 from hardneg.tiled.mask import TileMask
+from hardneg.tiled.pair import absorb_pair_, grad_pair
 from hardneg.tiled.stream import Scratch, finish, tiles
 
 __all__ = ["tiled_lse_symmetric"]
@@ -48,6 +51,9 @@ def _forward(
             counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
             if c0 != r0:  # rows J, read down the columns of the tile (before s is consumed)
                 counts[c0:c1] += rule.count_valid(c0, c1, r0, r1)
+                rows, cols = (run_max[r0:r1], run_sum[r0:r1]), (run_max[c0:c1], run_sum[c0:c1])
+                if not compiled and absorb_pair_(rows, cols, s, exponents, scratch=work):
+                    continue
                 fold(run_max[c0:c1], run_sum[c0:c1], s, 0, work, False)
             fold(run_max[r0:r1], run_sum[r0:r1], s, 1, work, True)
     return finish(run_max, run_sum, exponents), counts
@@ -87,13 +93,15 @@ class _SymmetricLSE(torch.autograd.Function):
             for c0, c1 in blocks[bi:]:
                 s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))
                 rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
-                h = grad_of(s, lse[r0:r1], coef[r0:r1], 1, work, "r")
-                if c0 != r0:  # + G_JIᵀ, the entries as members of the rows J
-                    h.add_(grad_of(s, lse[c0:c1], coef[c0:c1], 0, work, "c"))
-                    gv[r0:r1].addmm_(h, w[c0:c1])
+                # H = G_IJ + G_JIᵀ; on a diagonal tile (s symmetric) G_IIᵀ is the column-wise
+                # gradient of the same tile, so no transposed copy is needed there either
+                rows, cols = (lse[r0:r1], coef[r0:r1]), (lse[c0:c1], coef[c0:c1])
+                h = None if ctx.compiled else grad_pair(s, rows, cols, exponents, active, scratch=work)
+                if h is None:  # two exponentials (compiled kernels, or the shared shift unsafe)
+                    h = grad_of(s, *rows, 1, work, "r").add_(grad_of(s, *cols, 0, work, "c"))
+                gv[r0:r1].addmm_(h, w[c0:c1])
+                if c0 != r0:
                     gv[c0:c1].addmm_(h.T, w[r0:r1])
-                else:
-                    gv[r0:r1].addmm_(h.add_(work.like("t", h).copy_(h.T)), w[r0:r1])
         return gv, None, None, None, None, None
 
 

@@ -1,0 +1,153 @@
+"""One exponential per tile pair: the rows and the columns of a symmetric tile on a shared shift.
+
+In the symmetric pass (:mod:`hardneg.tiled.symmetric`) an off-diagonal tile ``s`` (rows ``I``,
+columns ``J``) feeds the online log-sum-exp of its rows and, read down its columns, that of the
+rows ``J``. Shifting each direction by its own maxima costs two exponentials per entry, and on a
+CPU one exponential of a 1024² tile costs about a third of the tile's matrix product. Shifted
+once by the tile's maximum ``c``, one exponential serves both directions:
+
+    Σ_j e^{a(s_ij − M_i)} = e^{a(c − M_i)} Σ_j e^{a(s_ij − c)}      (rows; columns alike),
+
+and in the backward pass, with ``y = e^{a(s − c)}``,
+
+    e^{a s_ij − L_i} = y_ij · e^{a c − L_i},    e^{a s_ij − L_j} = y_ij · e^{a c − L_j}.
+
+This is exact algebra; it is also accurate in floating point as long as no row or column lies
+far below ``c``: every scale factor ``e^{a c − L}`` (or ``e^{a(c − M)}``) is kept at most
+``e^B`` with ``B = −log(tiny)/2`` (43.7 in float32, 354 in float64), so nothing overflows, and an
+entry that underflows in ``y`` (``a(s − c) < log tiny``) weighs at most ``tiny · e^B = e^{−B}``
+relative to its row's largest term. Where a tile breaks that condition (a row far below the
+others at a small temperature or a large β) the functions return ``None`` and the caller takes
+the two-exponential path; results agree either way to float round-off. The doubled exponent of
+:mod:`hardneg.tiled.stream` (``2a``, as ``y²``) is covered by the same condition.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from hardneg.tiled.stream import Scratch, _doubles
+
+__all__ = ["absorb_pair_", "grad_pair", "safe_band"]
+
+
+def safe_band(dtype: torch.dtype) -> float:
+    """``B = −log(tiny)/2``: the largest exponent a scale factor may have (module docstring)."""
+    return -math.log(torch.finfo(dtype).tiny) / 2.0
+
+
+def _fold_(run_max: Tensor, run_sum: Tensor, blk_max: Tensor, sums: Tensor, c: float, a: Tensor) -> None:
+    """Fold block sums taken on the shift ``c`` into running ``(M, S_e)``: ``S_e ← S_e e^{a_e(M −
+    M')} + sums_e e^{a_e(c − M')}`` with ``M' = max(M, blk_max)``; rows without a valid entry in
+    the block (``blk_max = −inf``, zero sums) keep their state."""
+    m = torch.maximum(run_max, blk_max)
+    m_safe = torch.where(torch.isfinite(m), m, 0.0)
+    old = torch.where(torch.isfinite(run_max), run_max - m_safe, float("-inf"))[:, None]
+    new = torch.where(torch.isfinite(blk_max), c - m_safe, float("-inf"))[:, None]
+    run_sum.mul_(torch.exp(old * a)).add_(sums * torch.exp(new * a))
+    run_max.copy_(m)
+
+
+def absorb_pair_(
+    rows: tuple[Tensor, Tensor],
+    cols: tuple[Tensor, Tensor],
+    s: Tensor,
+    exponents: tuple[float, ...],
+    *,
+    scratch: Scratch,
+) -> bool:
+    """Fold the off-diagonal block ``s`` (R, C) into the running ``(M, S_e)`` of its rows and of its
+    columns with one exponential per entry and exponent that is not the double of another; ``s``
+    is overwritten. Returns ``False``, changing nothing, where the shared shift is not safe."""
+    row_max, col_max = s.amax(dim=1), s.amax(dim=0)
+    c_t = row_max.max()
+    if not bool(torch.isfinite(c_t)):  # no valid entry in the block: nothing to fold
+        return True
+    c = float(c_t)
+    a_max, band = max(exponents), safe_band(s.dtype)
+    gap = torch.cat([row_max[torch.isfinite(row_max)], col_max[torch.isfinite(col_max)]])
+    if a_max * float(c - gap.min()) > band:
+        return False
+    a = torch.tensor(exponents, dtype=s.dtype, device=s.device)
+    doubles = _doubles(exponents, list(range(len(exponents))))
+    singles = [e for e in range(len(exponents)) if e not in doubles]
+    r_sums: dict[int, Tensor] = {}
+    c_sums: dict[int, Tensor] = {}
+    d = s.sub_(c)  # ≤ 0; −inf stays −inf
+    for i, e in enumerate(singles):
+        last = i == len(singles) - 1
+        ae = exponents[e]
+        if last:
+            x = (d.mul_(ae) if ae != 1.0 else d).exp_()
+        else:
+            x = torch.mul(d, ae, out=scratch.like(f"y{i}", d)).exp_()
+        r_sums[e], c_sums[e] = x.sum(dim=1), x.sum(dim=0)
+        for e2, f in doubles.items():
+            if f == e:
+                sq = torch.mul(x, x, out=scratch.like("sq", x))
+                r_sums[e2], c_sums[e2] = sq.sum(dim=1), sq.sum(dim=0)
+    order = range(len(exponents))
+    _fold_(rows[0], rows[1], row_max, torch.stack([r_sums[e] for e in order], dim=1), c, a)
+    _fold_(cols[0], cols[1], col_max, torch.stack([c_sums[e] for e in order], dim=1), c, a)
+    return True
+
+
+def _scales(lse: Tensor, coef: Tensor, a: float, c: float, band: float) -> Tensor | None:
+    """``coef · e^{a c − L}`` per row, or ``None`` where some carrying row has ``a c − L > B``."""
+    arg = a * c - lse
+    carries = coef != 0
+    if bool(carries.any()) and float(arg[carries].max()) > band:
+        return None
+    return coef * torch.exp(torch.where(carries, arg, float("-inf")))
+
+
+def grad_pair(
+    s: Tensor,
+    rows: tuple[Tensor, Tensor],
+    cols: tuple[Tensor, Tensor],
+    exponents: tuple[float, ...],
+    active: list[int],
+    *,
+    scratch: Scratch,
+) -> Tensor | None:
+    """``H_ij = Σ_e coef_e,i e^{a_e s_ij − L_e,i} + coef_e,j e^{a_e s_ij − L_e,j}`` over the block
+    ``s`` (R, C) (overwritten): the gradient of ``Σ_e coef_e L_e / a_e`` with respect to the tile,
+    its entries as members of the rows ``I`` (``rows = (L, coef)``, (R, E)) and of the rows ``J``
+    (``cols``, (C, E)), with one exponential per entry and active exponent that is not a double.
+    ``None`` where the shared shift is not safe. The result lives in ``scratch``'s buffers
+    (valid until the next call)."""
+    c_t = s.max()
+    if not bool(torch.isfinite(c_t)):
+        return None
+    c, band = float(c_t), safe_band(s.dtype)
+    doubles = _doubles(exponents, active)
+    factors: dict[int, tuple[Tensor, Tensor]] = {}
+    for e in active:
+        r = _scales(rows[0][:, e], rows[1][:, e], exponents[e], c, band)
+        k = _scales(cols[0][:, e], cols[1][:, e], exponents[e], c, band)
+        if r is None or k is None:
+            return None
+        factors[e] = (r, k)
+    d = s.sub_(c)
+    singles = [e for e in active if e not in doubles]
+    h: Tensor | None = None
+    for i, e in enumerate(singles):
+        ae = exponents[e]
+        if i == len(singles) - 1:  # d is not needed any more
+            y = (d.mul_(ae) if ae != 1.0 else d).exp_()
+        else:
+            y = torch.mul(d, ae, out=scratch.like(f"y{i}", d)).exp_()
+        r, k = factors[e]
+        g = scratch.like(f"g{i}", y)
+        partner = [e2 for e2, f in doubles.items() if f == e]
+        if partner:  # y ⊙ (α_i + α_j) + y² ⊙ (γ_i + γ_j) = y ⊙ (α_i + α_j + y ⊙ (γ_i + γ_j))
+            r2, k2 = factors[partner[0]]
+            torch.add(r2[:, None], k2[None, :], out=g)
+            torch.addcmul(r[:, None], g, y, out=g).add_(k[None, :]).mul_(y)
+        else:  # y ⊙ (α_i + α_j)
+            torch.add(r[:, None], k[None, :], out=g).mul_(y)
+        h = g if h is None else h.add_(g)
+    return h
