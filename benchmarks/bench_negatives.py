@@ -188,6 +188,9 @@ def bench_queue(repeats: int) -> list[str]:
     k = torch.randn(128, D)
     uniform = ContrastiveLoss(temperature=0.2)
     hard = ContrastiveLoss(temperature=0.2, negatives=negatives.Hard(beta=0.2))
+    tiled = {"memory_budget": 0, "tile_size": 1024}  # the tiled engine on the same queue
+    uniform_t = ContrastiveLoss(temperature=0.2, **tiled)  # type: ignore[arg-type]
+    hard_t = ContrastiveLoss(temperature=0.2, negatives=negatives.Hard(beta=0.2), **tiled)  # type: ignore[arg-type]
 
     def run(loss_fn: ContrastiveLoss) -> Callable[[], None]:
         def f() -> None:
@@ -196,11 +199,14 @@ def bench_queue(repeats: int) -> list[str]:
 
         return f
 
-    t = _time({"uniform": run(uniform), "hard": run(hard)}, repeats)
+    fns = {"uniform": run(uniform), "hard": run(hard), "uniform_t": run(uniform_t), "hard_t": run(hard_t)}
+    t = _time(fns, repeats)
     return [
         f"MoCo queue 65536x{D}, B=128, t=0.2: uniform {1e3 * t['uniform']:.1f} ms, "
-        f"Hard(beta=0.2) {1e3 * t['hard']:.1f} ms",
+        f"Hard(beta=0.2) {1e3 * t['hard']:.1f} ms; tiled engine: uniform {1e3 * t['uniform_t']:.1f} ms, "
+        f"Hard {1e3 * t['hard_t']:.1f} ms",
         f"  Hard / uniform = {_ratio(t, 'hard', 'uniform')}   (goal <= 1.1x)",
+        f"  tiled: Hard / uniform = {_ratio(t, 'hard_t', 'uniform_t')}",
     ]
 
 

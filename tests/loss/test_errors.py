@@ -120,3 +120,22 @@ def test_schedule_errors() -> None:
         BetaAnnealing(beta=1.0, num_changes=2, num_epochs=10)(-1)
     with pytest.raises(TypeError, match=r"negatives must have a 'beta' attribute"):
         BetaAnnealing(beta=1.0, num_changes=2, num_epochs=10).apply(negatives.Uniform(), 0)
+
+
+@pytest.mark.parametrize(
+    ("bad", "count"),
+    [([float("nan")], 1), ([float("inf")], 1), ([float("inf"), float("-inf")], 2), ([], 0)],
+)
+def test_finite_check_fast_path_is_exact(bad: list[float], count: int) -> None:
+    """The sum-based fast path never hides a bad entry (+inf and −inf together sum to NaN) and
+    never refuses finite entries whose sum overflows (3e38 + 3e38 in float32)."""
+    from hardneg._validation import check_finite_tensor
+
+    x = torch.full((4, 3), 3e38, dtype=torch.float32)
+    x.view(-1)[: len(bad)] = torch.tensor(bad)
+    assert not torch.isfinite(x.sum())
+    if count:
+        with pytest.raises(ValueError, match=rf"x must be finite, got {count} non-finite entries"):
+            check_finite_tensor("x", x)
+    else:
+        check_finite_tensor("x", x)
