@@ -10,7 +10,15 @@ from hardneg.tiled import TileMask
 from hardneg.tiled.pair import absorb_pair_, grad_pair, safe_band
 from hardneg.tiled.stream import Scratch, absorb_, finish, grad_block
 
-EXPONENT_SETS = [(1.0,), (2.0, 1.0), (2.5, 1.5, 3.0), (2.0, 1.0, 2.0)]
+EXPONENT_SETS = [
+    (1.0,),
+    (2.0, 1.0),
+    (2.5, 1.5, 3.0),
+    (2.0, 1.0, 2.0),
+    (1.2, 0.2),
+    (1.1, 0.1),
+    (1.2, 0.2, 0.4),
+]
 
 
 def _block(rows: int, cols: int, seed: int) -> torch.Tensor:

@@ -19,6 +19,7 @@ DISTRIBUTIONS = {
     "uniform": lambda: negatives.Uniform(),
     "hard": lambda: negatives.Hard(beta=1.5),
     "hard_beta1": lambda: negatives.Hard(beta=1.0),  # 1 + β = 2β: squares instead of exponentials
+    "hard_beta02": lambda: negatives.Hard(beta=0.2),  # 1 + β = 6β: a sixth power (MoCo-v2's β)
     "hard_large_beta": lambda: negatives.Hard(beta=40.0),
 }
 OBJECTIVES = {

@@ -27,7 +27,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from hardneg.tiled.mask import TileMask
-from hardneg.tiled.stream import Scratch, absorb_, finish, grad_block, tiles
+from hardneg.tiled.stream import Scratch, absorb_, finish, grad_apply, grad_plan, tiles
 
 __all__ = ["tiled_lse"]
 
@@ -84,16 +84,17 @@ class _TiledLSE(torch.autograd.Function):
         coef, lse, active = backward_coefficients(grad, out, exponents)
         if not active:
             return ga, gc, None, None, None, None
-        grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
+        plan, grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
         work = Scratch()
         for r0, r1 in tiles(anchors.shape[0], tile):
             a_blk = anchors[r0:r1]
+            planned = plan(lse[r0:r1], coef[r0:r1])
             ga_blk = None
             for c0, c1 in tiles(candidates.shape[0], tile):
                 c_blk = candidates[c0:c1]
                 s = torch.mm(a_blk, c_blk.T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
                 rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
-                g = grad_of(s, lse[r0:r1], coef[r0:r1], 1, work, "")
+                g = grad_of(s, planned, 1, work, "")
                 if ga is not None:
                     ga_blk = g @ c_blk if ga_blk is None else ga_blk.addmm_(g, c_blk)
                 if gc is not None:
@@ -141,18 +142,23 @@ def block_absorb(
 
 def block_gradient(
     exponents: tuple[float, ...], active: list[int], like: Tensor, compiled: bool
-) -> Callable[[Tensor, Tensor, Tensor, int, Scratch, str], Tensor]:
-    """``(s, lse, coef, dim, scratch, tag) → Σ_e coef_e e^{a_e s − L_e}`` over the active exponents:
-    the eager :func:`~hardneg.tiled.stream.grad_block` or its compiled, fused twin."""
+) -> tuple[Callable[[Tensor, Tensor], Any], Callable[[Tensor, Any, int, Scratch, str], Tensor]]:
+    """``(plan, apply)``: ``plan(lse, coef)`` prepares the per-row vectors of a block of rows once,
+    ``apply(s, planned, dim, scratch, tag) → Σ_e coef_e e^{a_e s − L_e}`` over a tile of them —
+    the eager :func:`~hardneg.tiled.stream.grad_apply` or the compiled, fused twin."""
     if not compiled:
-        return lambda s, lse, coef, dim, work, tag: grad_block(
-            s, lse, coef, exponents, active, dim=dim, scratch=work, tag=tag
+        return (
+            lambda lse, coef: grad_plan(lse, coef, exponents, active),
+            lambda s, planned, dim, work, tag: grad_apply(s, planned, dim=dim, scratch=work, tag=tag),
         )
     from hardneg.tiled.compiled import compiled_kernels
 
     _, grad = compiled_kernels()
     exps = torch.tensor([exponents[e] for e in active], dtype=like.dtype, device=like.device)
-    return lambda s, lse, coef, dim, work, tag: grad(s, lse[:, active], coef[:, active], exps, dim)
+    return (
+        lambda lse, coef: (lse[:, active], coef[:, active]),
+        lambda s, planned, dim, work, tag: grad(s, planned[0], planned[1], exps, dim),
+    )
 
 
 def tiled_lse(

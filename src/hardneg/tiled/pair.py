@@ -18,8 +18,9 @@ far below ``c``: every scale factor ``e^{a c − L}`` (or ``e^{a(c − M)}``) is
 entry that underflows in ``y`` (``a(s − c) < log tiny``) weighs at most ``tiny · e^B = e^{−B}``
 relative to its row's largest term. Where a tile breaks that condition (a row far below the
 others at a small temperature or a large β) the functions return ``None`` and the caller takes
-the two-exponential path; results agree either way to float round-off. The doubled exponent of
-:mod:`hardneg.tiled.stream` (``2a``, as ``y²``) is covered by the same condition.
+the two-exponential path; results agree either way to float round-off. An exponent that is an
+integer multiple ``k a`` of another (:mod:`hardneg.tiled.stream`, as ``y^k``) is covered by the
+same condition.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import math
 import torch
 from torch import Tensor
 
-from hardneg.tiled.stream import Scratch, _doubles
+from hardneg.tiled.stream import Scratch, ipow, multiples, partners
 
 __all__ = ["absorb_pair_", "grad_pair", "safe_band"]
 
@@ -72,8 +73,8 @@ def absorb_pair_(
     if a_max * float(c - gap.min()) > band:
         return False
     a = torch.tensor(exponents, dtype=s.dtype, device=s.device)
-    doubles = _doubles(exponents, list(range(len(exponents))))
-    singles = [e for e in range(len(exponents)) if e not in doubles]
+    mults = multiples(exponents, list(range(len(exponents))))
+    singles = [e for e in range(len(exponents)) if e not in mults]
     r_sums: dict[int, Tensor] = {}
     c_sums: dict[int, Tensor] = {}
     d = s.sub_(c)  # ≤ 0; −inf stays −inf
@@ -85,10 +86,9 @@ def absorb_pair_(
         else:
             x = torch.mul(d, ae, out=scratch.like(f"y{i}", d)).exp_()
         r_sums[e], c_sums[e] = x.sum(dim=1), x.sum(dim=0)
-        for e2, f in doubles.items():
-            if f == e:
-                sq = torch.mul(x, x, out=scratch.like("sq", x))
-                r_sums[e2], c_sums[e2] = sq.sum(dim=1), sq.sum(dim=0)
+        for k, e2 in partners(mults, e):  # e^{k a (s − c)} = x^k
+            xk = ipow(x, k, scratch.like("pow", x), scratch.like("pow2", x))
+            r_sums[e2], c_sums[e2] = xk.sum(dim=1), xk.sum(dim=0)
     order = range(len(exponents))
     _fold_(rows[0], rows[1], row_max, torch.stack([r_sums[e] for e in order], dim=1), c, a)
     _fold_(cols[0], cols[1], col_max, torch.stack([c_sums[e] for e in order], dim=1), c, a)
@@ -116,14 +116,14 @@ def grad_pair(
     """``H_ij = Σ_e coef_e,i e^{a_e s_ij − L_e,i} + coef_e,j e^{a_e s_ij − L_e,j}`` over the block
     ``s`` (R, C) (overwritten): the gradient of ``Σ_e coef_e L_e / a_e`` with respect to the tile,
     its entries as members of the rows ``I`` (``rows = (L, coef)``, (R, E)) and of the rows ``J``
-    (``cols``, (C, E)), with one exponential per entry and active exponent that is not a double.
+    (``cols``, (C, E)), with one exponential per entry and active exponent that is not a multiple of another.
     ``None`` where the shared shift is not safe. The result lives in ``scratch``'s buffers
     (valid until the next call)."""
     c_t = s.max()
     if not bool(torch.isfinite(c_t)):
         return None
     c, band = float(c_t), safe_band(s.dtype)
-    doubles = _doubles(exponents, active)
+    mults = multiples(exponents, active)
     factors: dict[int, tuple[Tensor, Tensor]] = {}
     for e in active:
         r = _scales(rows[0][:, e], rows[1][:, e], exponents[e], c, band)
@@ -132,7 +132,7 @@ def grad_pair(
             return None
         factors[e] = (r, k)
     d = s.sub_(c)
-    singles = [e for e in active if e not in doubles]
+    singles = [e for e in active if e not in mults]
     h: Tensor | None = None
     for i, e in enumerate(singles):
         ae = exponents[e]
@@ -142,12 +142,19 @@ def grad_pair(
             y = torch.mul(d, ae, out=scratch.like(f"y{i}", d)).exp_()
         r, k = factors[e]
         g = scratch.like(f"g{i}", y)
-        partner = [e2 for e2, f in doubles.items() if f == e]
-        if partner:  # y ⊙ (α_i + α_j) + y² ⊙ (γ_i + γ_j) = y ⊙ (α_i + α_j + y ⊙ (γ_i + γ_j))
-            r2, k2 = factors[partner[0]]
-            torch.add(r2[:, None], k2[None, :], out=g)
-            torch.addcmul(r[:, None], g, y, out=g).add_(k[None, :]).mul_(y)
-        else:  # y ⊙ (α_i + α_j)
+        more = partners(mults, e)
+        if not more:  # y ⊙ (α_i + α_j)
             torch.add(r[:, None], k[None, :], out=g).mul_(y)
+            h = g if h is None else h.add_(g)
+            continue
+        # y ⊙ (α_i + α_j) + Σ_m y^{k_m} ⊙ (γ_m,i + γ_m,j) = y ⊙ (α_i + α_j + Σ_m y^{k_m − 1} ⊙ (…))
+        for n, (mult, e2) in enumerate(more):
+            r2, k2 = factors[e2]
+            q = y if mult == 2 else ipow(y, mult - 1, scratch.like("pow", y), scratch.like("pow2", y))
+            if n == 0:  # g = α_i + (γ_i + γ_j) ⊙ y^{k−1}
+                torch.addcmul(r[:, None], torch.add(r2[:, None], k2[None, :], out=g), q, out=g)
+            else:
+                g.addcmul_(torch.add(r2[:, None], k2[None, :], out=scratch.like("t", y)), q)
+        g.add_(k[None, :]).mul_(y)
         h = g if h is None else h.add_(g)
     return h

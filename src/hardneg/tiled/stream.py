@@ -3,20 +3,39 @@
 For a block of logits ``s`` (rows × columns, invalid entries −inf) and exponents ``a_1 … a_E > 0``
 the running statistics of a row (or of a column) are one running maximum ``M`` of ``s`` and one
 running sum per exponent, ``S_e = Σ e^{a_e (s − M)}``, so that ``L_e = a_e M + log S_e``. One
-maximum serves every exponent (the maximum of ``a_e s`` is ``a_e M``), and an exponent that is
-twice another (Robinson et al.'s hard negatives at β = 1 need ``1 + β = 2β``; the effective sample
-size needs ``2β``) costs a sum of squares instead of a second exponential:
-``Σ e^{2a(s − M)} = Σ (e^{a(s − M)})²``. The same identity serves the backward pass,
-``e^{2a s − L_2a} = (e^{a s − L_a})² · e^{2 L_a − L_2a}``, with ``e^{2L_a − L_2a} ∈ [1, N]`` (no
-overflow). Every exponential has a non-positive argument.
+maximum serves every exponent (the maximum of ``a_e s`` is ``a_e M``), and an exponent that is an
+integer multiple ``k`` of another (Robinson et al.'s hard negatives: ``1 + β = kβ`` for β = 1,
+0.5, 0.2, 0.1, …, k = 1 + 1/β; the effective sample size's ``2β``) costs a few multiplications
+instead of a second exponential: ``Σ e^{k a(s − M)} = Σ (e^{a(s − M)})^k``, the power by
+repeated squaring (:func:`ipow`). The backward pass shifts by ``L_e / k`` instead,
+
+    y = e^{a s − L_e/k} ≤ 1,    e^{k a s − L_e} = y^k,    e^{a s − L_a} = y · e^{L_e/k − L_a},
+
+whose factor lies in [N^{−1}, 1] (the power means: ``L_e/k ≤ L_a ≤ L_e/k + log N``), so nothing
+overflows. Every exponential has a non-positive argument.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
+
 import torch
 from torch import Tensor
 
-__all__ = ["Scratch", "absorb_", "finish", "grad_block", "tiles"]
+__all__ = [
+    "MAX_MULTIPLE",
+    "Scratch",
+    "absorb_",
+    "finish",
+    "grad_apply",
+    "grad_block",
+    "grad_plan",
+    "ipow",
+    "multiples",
+    "partners",
+    "tiles",
+]
 
 
 class Scratch:
@@ -48,15 +67,48 @@ def tiles(n: int, tile: int) -> list[tuple[int, int]]:
     return [(s, min(n, s + tile)) for s in range(0, n, tile)]
 
 
-def _doubles(exponents: tuple[float, ...], active: list[int]) -> dict[int, int]:
-    """``{e: f}`` for the active exponents ``a_e = 2 a_f`` with ``f`` active and not itself doubled."""
-    out: dict[int, int] = {}
-    for e in active:
-        for f in active:
-            if f != e and f not in out and exponents[e] == 2.0 * exponents[f]:
-                out[e] = f
+MAX_MULTIPLE = 16  # beyond this a power by squaring costs about as much as an exponential
+
+
+def multiples(exponents: tuple[float, ...], active: list[int]) -> dict[int, tuple[int, int]]:
+    """``{e: (f, k)}``: the active exponents ``a_e = k · a_f`` (integer ``2 ≤ k ≤ MAX_MULTIPLE``,
+    to 1e-14 relative) of an active base ``f`` that is not itself a multiple; each takes the
+    smallest ``a_f`` that divides it."""
+    return dict(_multiples(tuple(exponents), tuple(active)))
+
+
+@lru_cache(maxsize=256)
+def _multiples(
+    exponents: tuple[float, ...], active: tuple[int, ...]
+) -> tuple[tuple[int, tuple[int, int]], ...]:
+    out: dict[int, tuple[int, int]] = {}
+    bases: list[int] = []
+    for e in sorted(active, key=lambda i: exponents[i]):
+        a = exponents[e]
+        for f in bases:
+            k = round(a / exponents[f])
+            if 2 <= k <= MAX_MULTIPLE and abs(a - k * exponents[f]) <= 1e-14 * a:
+                out[e] = (f, k)
                 break
-    return out
+        else:
+            bases.append(e)
+    return tuple(out.items())
+
+
+def partners(mults: dict[int, tuple[int, int]], f: int) -> list[tuple[int, int]]:
+    """``[(k, e), …]`` of the multiples of base ``f``, by increasing ``k``."""
+    return sorted((k, e) for e, (g, k) in mults.items() if g == f)
+
+
+def ipow(x: Tensor, k: int, out: Tensor, tmp: Tensor) -> Tensor:
+    """``x^k`` for an integer ``k ≥ 2`` into ``out`` (``tmp``: a second buffer of ``x``'s shape;
+    ``x`` unchanged), by squaring: ``x^k = (x^{⌊k/2⌋})² · x^{k mod 2}``, ⌈log₂ k⌉ to
+    2⌊log₂ k⌋ element-wise passes (torch's pow is a pass for k ≤ 3 but an exp/log for k ≥ 4)."""
+    if k <= 3:
+        return torch.pow(x, k, out=out)
+    half = ipow(x, k // 2, tmp, out)  # in tmp, with out as its scratch
+    torch.mul(half, half, out=out)
+    return out.mul_(x) if k % 2 else out
 
 
 def _along(x: Tensor, dim: int) -> Tensor:
@@ -83,10 +135,8 @@ def absorb_(
     work = scratch if scratch is not None else Scratch()
     shift = _along(m_safe, dim)
     d = s.sub_(shift) if consume else torch.sub(s, shift, out=work.like("d", s))  # ≤ 0; −inf stays −inf
-    order = list(range(len(exponents)))
-    doubles = _doubles(exponents, order)
-    kept: dict[int, Tensor] = {}
-    singles = [e for e in order if e not in doubles]
+    mults = multiples(exponents, list(range(len(exponents))))
+    singles = [e for e in range(len(exponents)) if e not in mults]
     for i, e in enumerate(singles):
         a = exponents[e]
         last = i == len(singles) - 1
@@ -96,11 +146,9 @@ def absorb_(
             else torch.mul(d, a, out=work.like(f"x{i}", d)).exp_()
         )
         run_sum[:, e].mul_(torch.exp(a * old)).add_(x.sum(dim=dim))
-        if e in doubles.values():
-            kept[e] = x
-    for e, f in doubles.items():
-        squares = torch.mul(kept[f], kept[f], out=work.like("sq", kept[f])).sum(dim=dim)
-        run_sum[:, e].mul_(torch.exp(exponents[e] * old)).add_(squares)
+        for k, e2 in partners(mults, e):  # e^{k a (s − M)} = x^k
+            xk = ipow(x, k, work.like("pow", x), work.like("pow2", x))
+            run_sum[:, e2].mul_(torch.exp(exponents[e2] * old)).add_(xk.sum(dim=dim))
     run_max.copy_(m)
 
 
@@ -110,6 +158,61 @@ def finish(run_max: Tensor, run_sum: Tensor, exponents: tuple[float, ...]) -> Te
     a = torch.tensor(exponents, dtype=run_max.dtype, device=run_max.device)
     m = torch.where(finite, run_max, 0.0)
     return torch.where(finite[:, None], m[:, None] * a + run_sum.log(), float("-inf"))
+
+
+@dataclass(frozen=True)
+class _Term:
+    """One base exponent ``a`` of :func:`grad_block`: ``y = e^{a s − shift}`` times ``base +
+    Σ_k y^{k−1} · factor_k`` (per-row vectors; no multiples: ``shift = L``, ``base = coef``)."""
+
+    a: float
+    shift: Tensor
+    base: Tensor
+    powers: tuple[tuple[int, Tensor], ...]
+
+
+def grad_plan(lse: Tensor, coef: Tensor, exponents: tuple[float, ...], active: list[int]) -> list[_Term]:
+    """The per-row vectors of :func:`grad_block` for rows with log-sum-exps ``lse`` and
+    coefficients ``coef`` (R, E), computed once per block of rows instead of once per tile."""
+    mults = multiples(exponents, active)
+    plan = []
+    for e in active:
+        if e in mults:
+            continue
+        more = partners(mults, e)
+        if not more:
+            plan.append(_Term(exponents[e], lse[:, e], coef[:, e], ()))
+            continue
+        k_top, top = more[-1]  # shift L_top/k_top: y ≤ 1 and every factor ≤ 1 (module docstring)
+        shift = lse[:, top] / k_top
+        powers = tuple((k, coef[:, e2] * torch.exp(k * shift - lse[:, e2])) for k, e2 in more)
+        plan.append(_Term(exponents[e], shift, coef[:, e] * torch.exp(shift - lse[:, e]), powers))
+    return plan
+
+
+def grad_apply(
+    s: Tensor, plan: list[_Term], *, dim: int, scratch: Scratch | None = None, tag: str = ""
+) -> Tensor:
+    """:func:`grad_block` with its per-row vectors from :func:`grad_plan`."""
+    work = scratch if scratch is not None else Scratch()
+    g: Tensor | None = None
+    for i, term in enumerate(plan):
+        p = torch.add(_along(-term.shift, dim), s, alpha=term.a, out=work.like(f"{tag}p{i}", s)).exp_()
+        if not term.powers:
+            p.mul_(_along(term.base, dim))
+        else:  # y ⊙ (base + Σ_k y^{k−1} factor_k)
+            inner: Tensor | None = None
+            for k, factor in term.powers:
+                q = p if k == 2 else ipow(p, k - 1, work.like(f"{tag}w", s), work.like(f"{tag}w2", s))
+                if inner is None:
+                    inner = torch.mul(q, _along(factor, dim), out=work.like(f"{tag}q", s))
+                else:
+                    inner.addcmul_(q, _along(factor, dim))
+            assert inner is not None
+            p.mul_(inner.add_(_along(term.base, dim)))
+        g = p if g is None else g.add_(p)
+    assert g is not None
+    return g
 
 
 def grad_block(
@@ -125,24 +228,7 @@ def grad_block(
 ) -> Tensor:
     """``Σ_e coef_e · e^{a_e s − L_e}`` over the block ``s`` (not modified), the gradient of
     ``Σ_e coef_e L_e / a_e`` with respect to ``s``; ``lse``, ``coef`` (R, E) index the rows
-    (``dim=1``) or the columns (``dim=0``) of the block. The result lives in ``scratch``'s
-    buffers named after ``tag`` (valid until the next call with the same tag)."""
-    work = scratch if scratch is not None else Scratch()
-    doubles = _doubles(exponents, active)
-    g: Tensor | None = None
-    for e in active:
-        if e in doubles:
-            continue
-        a = exponents[e]
-        p = torch.add(_along(-lse[:, e], dim), s, alpha=a, out=work.like(f"{tag}p{e}", s)).exp_()  # a·s − L_e
-        partner = [d for d, f in doubles.items() if f == e]
-        if partner:  # coef_e p + coef_2e e^{2L_e − L_2e} p² = p ⊙ (coef_e + c' p)
-            d2 = partner[0]
-            c2 = coef[:, d2] * torch.exp(2.0 * lse[:, e] - lse[:, d2])
-            q = torch.mul(p, _along(c2, dim), out=work.like(f"{tag}q", s))  # faster than addcmul
-            p.mul_(q.add_(_along(coef[:, e], dim)))
-        else:
-            p.mul_(_along(coef[:, e], dim))
-        g = p if g is None else g.add_(p)
-    assert g is not None
-    return g
+    (``dim=1``) or the columns (``dim=0``) of the block. One exponential per entry and base
+    exponent (an integer multiple is a power of it). The result lives in ``scratch``'s buffers
+    named after ``tag`` (valid until the next call with the same tag)."""
+    return grad_apply(s, grad_plan(lse, coef, exponents, active), dim=dim, scratch=scratch, tag=tag)

@@ -86,8 +86,9 @@ class _SymmetricLSE(torch.autograd.Function):
         gv = torch.zeros_like(v)
         if not active:
             return gv, None, None, None, None, None
-        grad_of = block_gradient(exponents, active, v, ctx.compiled)
+        plan, grad_of = block_gradient(exponents, active, v, ctx.compiled)
         blocks = tiles(v.shape[0], tile)
+        plans = [plan(lse[b0:b1], coef[b0:b1]) for b0, b1 in blocks]
         work = Scratch()
         for bi, (r0, r1) in enumerate(blocks):
             for c0, c1 in blocks[bi:]:
@@ -98,7 +99,7 @@ class _SymmetricLSE(torch.autograd.Function):
                 rows, cols = (lse[r0:r1], coef[r0:r1]), (lse[c0:c1], coef[c0:c1])
                 h = None if ctx.compiled else grad_pair(s, rows, cols, exponents, active, scratch=work)
                 if h is None:  # two exponentials (compiled kernels, or the shared shift unsafe)
-                    h = grad_of(s, *rows, 1, work, "r").add_(grad_of(s, *cols, 0, work, "c"))
+                    h = grad_of(s, plans[bi], 1, work, "r").add_(grad_of(s, plans[c0 // tile], 0, work, "c"))
                 gv[r0:r1].addmm_(h, w[c0:c1])
                 if c0 != r0:
                     gv[c0:c1].addmm_(h.T, w[r0:r1])

@@ -1,0 +1,69 @@
+"""The block steps of the streaming log-sum-exp against float64 re-derivations: integer-multiple
+exponents (hard negatives' ``1 + β = kβ``) by powers instead of exponentials, forward and backward."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hardneg.tiled.stream import MAX_MULTIPLE, Scratch, absorb_, finish, grad_block, ipow, multiples
+
+SETS = [(1.0,), (2.0, 1.0), (1.5, 0.5), (1.2, 0.2), (1.1, 0.1), (1.2, 0.2, 0.4), (2.5, 1.5, 3.0), (1.7, 0.1)]
+
+
+@pytest.mark.parametrize("k", range(2, MAX_MULTIPLE + 1))
+def test_ipow_equals_pow(k: int) -> None:
+    x = torch.rand(5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(k))
+    out, tmp = torch.empty_like(x), torch.empty_like(x)
+    before = x.clone()
+    torch.testing.assert_close(ipow(x, k, out, tmp), x**k, rtol=1e-14, atol=0)
+    assert torch.equal(x, before)
+
+
+def test_multiples_pairs_each_exponent_with_its_smallest_divisor() -> None:
+    assert multiples((1.2, 0.2), [0, 1]) == {0: (1, 6)}  # 1.2 / 0.2 = 5.999… in floating point
+    assert multiples((1.2, 0.2, 0.4), [0, 1, 2]) == {0: (1, 6), 2: (1, 2)}
+    assert multiples((2.5, 1.5, 3.0), [0, 1, 2]) == {2: (1, 2)}
+    assert multiples((1.7, 0.1), [0, 1]) == {}  # k = 17 > MAX_MULTIPLE: two exponentials
+    assert multiples((1.3, 0.3), [0, 1]) == {}
+    assert multiples((2.0, 1.0), [0]) == {}  # an inactive base does not count
+
+
+def _lse_rows(s: torch.Tensor, exponents: tuple[float, ...]) -> torch.Tensor:
+    return torch.stack([torch.logsumexp(a * s, dim=1) for a in exponents], dim=1)
+
+
+@pytest.mark.parametrize("exponents", SETS)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_streamed_blocks_equal_logsumexp(exponents: tuple[float, ...], dim: int) -> None:
+    g = torch.Generator().manual_seed(3)
+    s = 4.0 * torch.randn(6, 11, dtype=torch.float64, generator=g)
+    s[torch.rand(6, 11, generator=g) < 0.25] = float("-inf")
+    s[:, 0] = 1.0  # every row has a valid entry
+    n = s.shape[0]  # statistics of the rows of s, read along dim 1 or (transposed blocks) dim 0
+    run_max = torch.full((n,), float("-inf"), dtype=torch.float64)
+    run_sum = torch.zeros(n, len(exponents), dtype=torch.float64)
+    work = Scratch()
+    for c0, c1 in ((0, 4), (4, 9), (9, s.shape[1])):
+        block = s[:, c0:c1] if dim == 1 else s[:, c0:c1].T.contiguous()
+        absorb_(run_max, run_sum, block.clone(), exponents, dim=dim, scratch=work)
+    torch.testing.assert_close(
+        finish(run_max, run_sum, exponents), _lse_rows(s, exponents), rtol=1e-13, atol=0
+    )
+
+
+@pytest.mark.parametrize("exponents", SETS)
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_grad_block_equals_the_direct_formula(exponents: tuple[float, ...], scale: float) -> None:
+    """``Σ_e coef_e e^{a_e s − L_e}`` with the rows' true log-sum-exps (scale 30: logits up to ~100,
+    where a power's factor ``e^{k L_top/k_top − L_m}`` spans many orders of magnitude)."""
+    g = torch.Generator().manual_seed(4)
+    s = scale * torch.randn(5, 13, dtype=torch.float64, generator=g)
+    s[torch.rand(5, 13, generator=g) < 0.2] = float("-inf")
+    s[:, 0] = 0.0
+    lse = _lse_rows(s, exponents)
+    coef = torch.randn(5, len(exponents), dtype=torch.float64, generator=g)
+    want = sum(coef[:, e, None] * torch.exp(a * s - lse[:, e, None]) for e, a in enumerate(exponents))
+    for dim, (blk, l_, c_) in enumerate(((s.T.contiguous(), lse, coef), (s, lse, coef))):
+        got = grad_block(blk, l_, c_, exponents, list(range(len(exponents))), dim=dim)
+        torch.testing.assert_close(got if dim == 1 else got.T, want, rtol=1e-12, atol=1e-300)
