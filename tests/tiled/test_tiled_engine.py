@@ -280,7 +280,7 @@ def test_simclr_layout_takes_the_symmetric_pass_unless_subsampled(monkeypatch: p
     assert calls == ["sym", "plain"]
 
 
-@pytest.mark.parametrize("dist", ["uniform", "hard_beta1", "hard"])
+@pytest.mark.parametrize("dist", ["uniform", "hard_beta1", "hard_beta02", "hard"])
 def test_simclr_layout_float32_small_temperature(dist: str) -> None:
     """The symmetric pass in float32 at t = 0.05 (logits up to 20): equal to the materialised engine
     to 1e-5 relative in value and gradient, with tiles that do not divide the 2B = 150 views."""
