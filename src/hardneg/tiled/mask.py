@@ -48,9 +48,9 @@ class TileMask:
     def base_block(self, r0: int, r1: int, c0: int, c1: int) -> Tensor:
         """The mask before K-subsampling on anchors ``r0:r1`` × candidates ``c0:c1`` (bool)."""
         device = self.excluded.device
-        cols = torch.arange(c0, c1, device=device)
-        ex = self.excluded[r0:r1]
-        block = (ex[:, :, None] != cols[None, None, :]).all(dim=1)
+        block = torch.ones(r1 - r0, c1 - c0, dtype=torch.bool, device=device)
+        rows, cols = self._excluded_in(r0, r1, c0, c1)
+        block[rows, cols] = False  # a few entries per row, not an (R, E, C) comparison
         if self.explicit is not None:
             block &= self.explicit[r0:r1, c0:c1].to(device)
         if self.collision_free:
@@ -78,17 +78,20 @@ class TileMask:
         """Whether only the per-anchor excluded indices restrict the mask (the common case)."""
         return self.explicit is None and not self.collision_free and self.subsample_threshold is None
 
+    def _excluded_in(self, r0: int, r1: int, c0: int, c1: int) -> tuple[Tensor, Tensor]:
+        """Block-relative ``(rows, cols)`` of the excluded entries that fall in the block."""
+        ex = self.excluded[r0:r1]
+        rows, slot = torch.nonzero((ex >= c0) & (ex < c1), as_tuple=True)
+        return rows, ex[rows, slot] - c0
+
     def fill_invalid_(self, s: Tensor, r0: int, r1: int, c0: int, c1: int) -> Tensor:
         """Set the invalid entries of the logits block ``s`` to −inf in place; return the per-row
         valid counts (r1 − r0,) int64. With exclusions only, just the few excluded entries are
         touched (no tile-sized mask is made)."""
         if self.exclusions_only:
-            ex = self.excluded[r0:r1]
-            hit = (ex >= c0) & (ex < c1)
-            rows, slot = torch.nonzero(hit, as_tuple=True)
-            if rows.numel():
-                s[rows, ex[rows, slot] - c0] = float("-inf")
-            return (c1 - c0) - hit.sum(dim=1)
+            rows, cols = self._excluded_in(r0, r1, c0, c1)
+            s[rows, cols] = float("-inf")
+            return (c1 - c0) - torch.bincount(rows, minlength=r1 - r0)
         valid = self.block(r0, r1, c0, c1)
         s.masked_fill_(~valid, float("-inf"))
         return valid.sum(dim=1)
