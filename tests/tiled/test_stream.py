@@ -6,7 +6,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hardneg.tiled.stream import MAX_MULTIPLE, Scratch, absorb_, finish, grad_block, ipow, multiples
+from hardneg.tiled.stream import (
+    MAX_MULTIPLE,
+    Scratch,
+    absorb_,
+    exp_,
+    exp_floor,
+    finish,
+    grad_block,
+    ipow,
+    may_underflow,
+    multiples,
+)
 
 SETS = [(1.0,), (2.0, 1.0), (1.5, 0.5), (1.2, 0.2), (1.1, 0.1), (1.2, 0.2, 0.4), (2.5, 1.5, 3.0), (1.7, 0.1)]
 
@@ -67,3 +78,52 @@ def test_grad_block_equals_the_direct_formula(exponents: tuple[float, ...], scal
     for dim, (blk, l_, c_) in enumerate(((s.T.contiguous(), lse, coef), (s, lse, coef))):
         got = grad_block(blk, l_, c_, exponents, list(range(len(exponents))), dim=dim)
         torch.testing.assert_close(got if dim == 1 else got.T, want, rtol=1e-12, atol=1e-300)
+
+
+def test_exp_floor_keeps_arguments_in_the_normal_range() -> None:
+    for dtype in (torch.float32, torch.float64):
+        low = exp_floor(dtype)
+        x = torch.tensor([float("-inf"), -1e4, low - 1.0, -1.0, 0.0], dtype=dtype)
+        y = exp_(x.clone(), low)
+        assert bool((y >= torch.finfo(dtype).tiny).all())  # normal numbers: the fast path
+        torch.testing.assert_close(y[3:], torch.exp(x[3:]), rtol=0, atol=0)  # above the floor: exact
+        assert float(y[0]) <= 1e-34 if dtype == torch.float32 else float(y[0]) <= 1e-300
+
+
+def test_may_underflow_follows_the_cauchy_schwarz_bound() -> None:
+    v = torch.nn.functional.normalize(torch.randn(50, 8, generator=torch.Generator().manual_seed(0)), dim=1)
+    assert not may_underflow(v / 0.5, v, (2.0, 1.0), 100)  # |s| <= 2: arguments >= -8 - log 100
+    assert may_underflow(v / 0.02, v, (2.0, 1.0), 100)  # |s| <= 50: arguments may reach -200
+    assert not may_underflow((v / 0.02).double(), v.double(), (2.0, 1.0), 100)  # float64 floor -701
+
+
+@pytest.mark.parametrize("temperature", [0.5, 0.01])
+def test_floored_tiles_equal_the_float64_reference(
+    temperature: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Masked tiles (K-subsampling: most entries −inf) and a temperature whose arguments reach
+    −400 (so every tile is floored): the tiled log-sum-exp still equals a float64 logsumexp."""
+    import hardneg.tiled.stream as stream
+    from hardneg.tiled import TileMask, tiled_lse
+
+    floors: list[float | None] = []
+    real = stream.exp_
+    monkeypatch.setattr(stream, "exp_", lambda x, floor=None: floors.append(floor) or real(x, floor))
+
+    g = torch.Generator().manual_seed(9)
+    a = torch.nn.functional.normalize(torch.randn(20, 6, generator=g), dim=1) / temperature
+    c = torch.nn.functional.normalize(torch.randn(30, 6, generator=g), dim=1)
+    excluded = torch.full((20, 1), -1)
+    rule = TileMask(num_anchors=20, num_candidates=30, excluded=excluded).with_subsample(3, 4, 8)
+    a.requires_grad_(True)
+    lse, _ = tiled_lse(a, c, (2.0, 1.0), rule, tile=8)
+    valid = rule.block(0, 20, 0, 30)
+    a64 = a.detach().double().requires_grad_(True)
+    s = (a64 @ c.double().T).masked_fill(~valid, float("-inf"))
+    want = torch.stack([torch.logsumexp(k * s, dim=1) for k in (2.0, 1.0)], dim=1)
+    torch.testing.assert_close(lse.double(), want, rtol=1e-5, atol=0)
+    weights = torch.tensor([1.0, -0.5])
+    (grad,) = torch.autograd.grad((lse * weights).sum(), a)
+    (want_grad,) = torch.autograd.grad((want * weights.double()).sum(), a64)
+    torch.testing.assert_close(grad.double(), want_grad, rtol=1e-4, atol=1e-5)
+    assert floors and all(f == exp_floor(torch.float32) for f in floors)  # every tile is masked

@@ -27,7 +27,16 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from hardneg.tiled.mask import TileMask
-from hardneg.tiled.stream import Scratch, absorb_, finish, grad_apply, grad_plan, tiles
+from hardneg.tiled.stream import (
+    Scratch,
+    absorb_,
+    exp_floor,
+    finish,
+    grad_apply,
+    grad_plan,
+    may_underflow,
+    tiles,
+)
 
 __all__ = ["tiled_lse"]
 
@@ -45,14 +54,16 @@ def _forward(
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
     work = Scratch()
+    risky, low = may_underflow(anchors, candidates, exponents, candidates.shape[0]), exp_floor(anchors.dtype)
     for r0, r1 in tiles(a_n, tile):
         a_blk = anchors[r0:r1]
         run_max = torch.full((r1 - r0,), float("-inf"), dtype=anchors.dtype, device=anchors.device)
         run_sum = torch.zeros(r1 - r0, len(exponents), dtype=anchors.dtype, device=anchors.device)
         for c0, c1 in tiles(candidates.shape[0], tile):
             s = torch.mm(a_blk, candidates[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
-            counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
-            fold(run_max, run_sum, s, 1, work, True)
+            valid = rule.fill_invalid_(s, r0, r1, c0, c1)
+            counts[r0:r1] += valid
+            fold(run_max, run_sum, s, 1, work, True, floor_for(risky, valid, c1 - c0, low))
         out[r0:r1] = finish(run_max, run_sum, exponents)
     return out, counts
 
@@ -86,6 +97,8 @@ class _TiledLSE(torch.autograd.Function):
             return ga, gc, None, None, None, None
         plan, grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
         work = Scratch()
+        risky = may_underflow(anchors, candidates, exponents, candidates.shape[0])
+        low = exp_floor(anchors.dtype)
         for r0, r1 in tiles(anchors.shape[0], tile):
             a_blk = anchors[r0:r1]
             planned = plan(lse[r0:r1], coef[r0:r1])
@@ -93,8 +106,8 @@ class _TiledLSE(torch.autograd.Function):
             for c0, c1 in tiles(candidates.shape[0], tile):
                 c_blk = candidates[c0:c1]
                 s = torch.mm(a_blk, c_blk.T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
-                rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
-                g = grad_of(s, planned, 1, work, "")
+                valid = rule.fill_invalid_(s, r0, r1, c0, c1)  # −inf: no gradient (but e^{floor})
+                g = grad_of(s, planned, 1, work, "", floor_for(risky, valid, c1 - c0, low))
                 if ga is not None:
                     ga_blk = g @ c_blk if ga_blk is None else ga_blk.addmm_(g, c_blk)
                 if gc is not None:
@@ -117,22 +130,37 @@ def backward_coefficients(
     return coef, lse, active
 
 
+def floor_for(risky: bool, valid: Tensor, width: int, low: float) -> float | None:
+    """The exponent floor of a tile (:func:`~hardneg.tiled.stream.exp_floor`): where an argument
+    may underflow (``risky``) or the tile holds masked (−inf) entries (a row with fewer than
+    ``width`` valid entries), else ``None`` (no clamping pass)."""
+    return low if risky or bool((valid < width).any()) else None
+
+
 def block_absorb(
     exponents: tuple[float, ...], like: Tensor, compiled: bool
-) -> Callable[[Tensor, Tensor, Tensor, int, Scratch, bool], None]:
-    """``(run_max, run_sum, s, dim, scratch, consume) → None``: fold a logits block into the running
-    statistics in place — the eager :func:`~hardneg.tiled.stream.absorb_` or its compiled, fused
-    twin (which never overwrites ``s``)."""
+) -> Callable[[Tensor, Tensor, Tensor, int, Scratch, bool, float | None], None]:
+    """``(run_max, run_sum, s, dim, scratch, consume, floor) → None``: fold a logits block into the
+    running statistics in place — the eager :func:`~hardneg.tiled.stream.absorb_` or its compiled,
+    fused twin (which never overwrites ``s``, and needs no floor: its exponential is its own)."""
     if not compiled:
-        return lambda run_max, run_sum, s, dim, work, consume: absorb_(
-            run_max, run_sum, s, exponents, dim=dim, consume=consume, scratch=work
+        return lambda run_max, run_sum, s, dim, work, consume, floor: absorb_(
+            run_max, run_sum, s, exponents, dim=dim, consume=consume, scratch=work, floor=floor
         )
     from hardneg.tiled.compiled import compiled_kernels
 
     absorb, _ = compiled_kernels()
     exps = torch.tensor(exponents, dtype=like.dtype, device=like.device)
 
-    def fold(run_max: Tensor, run_sum: Tensor, s: Tensor, dim: int, work: Scratch, consume: bool) -> None:
+    def fold(
+        run_max: Tensor,
+        run_sum: Tensor,
+        s: Tensor,
+        dim: int,
+        work: Scratch,
+        consume: bool,
+        floor: float | None,
+    ) -> None:
         m, sums = absorb(run_max, run_sum, s, exps, dim)
         run_max.copy_(m)
         run_sum.copy_(sums)
@@ -142,14 +170,16 @@ def block_absorb(
 
 def block_gradient(
     exponents: tuple[float, ...], active: list[int], like: Tensor, compiled: bool
-) -> tuple[Callable[[Tensor, Tensor], Any], Callable[[Tensor, Any, int, Scratch, str], Tensor]]:
+) -> tuple[Callable[[Tensor, Tensor], Any], Callable[[Tensor, Any, int, Scratch, str, float | None], Tensor]]:
     """``(plan, apply)``: ``plan(lse, coef)`` prepares the per-row vectors of a block of rows once,
-    ``apply(s, planned, dim, scratch, tag) → Σ_e coef_e e^{a_e s − L_e}`` over a tile of them —
-    the eager :func:`~hardneg.tiled.stream.grad_apply` or the compiled, fused twin."""
+    ``apply(s, planned, dim, scratch, tag, floor) → Σ_e coef_e e^{a_e s − L_e}`` over a tile of
+    them — the eager :func:`~hardneg.tiled.stream.grad_apply` or the compiled, fused twin."""
     if not compiled:
         return (
             lambda lse, coef: grad_plan(lse, coef, exponents, active),
-            lambda s, planned, dim, work, tag: grad_apply(s, planned, dim=dim, scratch=work, tag=tag),
+            lambda s, planned, dim, work, tag, floor: grad_apply(
+                s, planned, dim=dim, scratch=work, tag=tag, floor=floor
+            ),
         )
     from hardneg.tiled.compiled import compiled_kernels
 
@@ -157,7 +187,7 @@ def block_gradient(
     exps = torch.tensor([exponents[e] for e in active], dtype=like.dtype, device=like.device)
     return (
         lambda lse, coef: (lse[:, active], coef[:, active]),
-        lambda s, planned, dim, work, tag: grad(s, planned[0], planned[1], exps, dim),
+        lambda s, planned, dim, work, tag, floor: grad(s, planned[0], planned[1], exps, dim),
     )
 
 

@@ -30,7 +30,7 @@ import math
 import torch
 from torch import Tensor
 
-from hardneg.tiled.stream import Scratch, ipow, multiples, partners
+from hardneg.tiled.stream import Scratch, exp_, ipow, multiples, partners
 
 __all__ = ["absorb_pair_", "grad_pair", "safe_band"]
 
@@ -59,6 +59,7 @@ def absorb_pair_(
     exponents: tuple[float, ...],
     *,
     scratch: Scratch,
+    floor: float | None = None,
 ) -> bool:
     """Fold the off-diagonal block ``s`` (R, C) into the running ``(M, S_e)`` of its rows and of its
     columns with one exponential per entry and exponent that is not the double of another; ``s``
@@ -82,9 +83,9 @@ def absorb_pair_(
         last = i == len(singles) - 1
         ae = exponents[e]
         if last:
-            x = (d.mul_(ae) if ae != 1.0 else d).exp_()
+            x = exp_(d.mul_(ae) if ae != 1.0 else d, floor)
         else:
-            x = torch.mul(d, ae, out=scratch.like(f"y{i}", d)).exp_()
+            x = exp_(torch.mul(d, ae, out=scratch.like(f"y{i}", d)), floor)
         r_sums[e], c_sums[e] = x.sum(dim=1), x.sum(dim=0)
         for k, e2 in partners(mults, e):  # e^{k a (s − c)} = x^k
             xk = ipow(x, k, scratch.like("pow", x), scratch.like("pow2", x))
@@ -112,6 +113,7 @@ def grad_pair(
     active: list[int],
     *,
     scratch: Scratch,
+    floor: float | None = None,
 ) -> Tensor | None:
     """``H_ij = Σ_e coef_e,i e^{a_e s_ij − L_e,i} + coef_e,j e^{a_e s_ij − L_e,j}`` over the block
     ``s`` (R, C) (overwritten): the gradient of ``Σ_e coef_e L_e / a_e`` with respect to the tile,
@@ -137,9 +139,9 @@ def grad_pair(
     for i, e in enumerate(singles):
         ae = exponents[e]
         if i == len(singles) - 1:  # d is not needed any more
-            y = (d.mul_(ae) if ae != 1.0 else d).exp_()
+            y = exp_(d.mul_(ae) if ae != 1.0 else d, floor)
         else:
-            y = torch.mul(d, ae, out=scratch.like(f"y{i}", d)).exp_()
+            y = exp_(torch.mul(d, ae, out=scratch.like(f"y{i}", d)), floor)
         r, k = factors[e]
         g = scratch.like(f"g{i}", y)
         more = partners(mults, e)

@@ -27,10 +27,10 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from hardneg.tiled.lse import backward_coefficients, block_absorb, block_gradient
+from hardneg.tiled.lse import backward_coefficients, block_absorb, block_gradient, floor_for
 from hardneg.tiled.mask import TileMask
 from hardneg.tiled.pair import absorb_pair_, grad_pair
-from hardneg.tiled.stream import Scratch, finish, tiles
+from hardneg.tiled.stream import Scratch, exp_floor, finish, may_underflow, tiles
 
 __all__ = ["tiled_lse_symmetric"]
 
@@ -45,17 +45,20 @@ def _forward(
     counts = torch.zeros(n, dtype=torch.int64, device=v.device)
     blocks = tiles(n, tile)
     work = Scratch()
+    risky, low = may_underflow(w, v, exponents, n), exp_floor(v.dtype)
     for bi, (r0, r1) in enumerate(blocks):
         for c0, c1 in blocks[bi:]:
             s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))  # = c·⟨v_i, v_j⟩
-            counts[r0:r1] += rule.fill_invalid_(s, r0, r1, c0, c1)
+            valid = rule.fill_invalid_(s, r0, r1, c0, c1)
+            counts[r0:r1] += valid
+            floor = floor_for(risky, valid, c1 - c0, low)  # (a symmetric mask: rows tell for columns)
             if c0 != r0:  # rows J, read down the columns of the tile (before s is consumed)
                 counts[c0:c1] += rule.count_valid(c0, c1, r0, r1)
                 rows, cols = (run_max[r0:r1], run_sum[r0:r1]), (run_max[c0:c1], run_sum[c0:c1])
-                if not compiled and absorb_pair_(rows, cols, s, exponents, scratch=work):
+                if not compiled and absorb_pair_(rows, cols, s, exponents, scratch=work, floor=floor):
                     continue
-                fold(run_max[c0:c1], run_sum[c0:c1], s, 0, work, False)
-            fold(run_max[r0:r1], run_sum[r0:r1], s, 1, work, True)
+                fold(run_max[c0:c1], run_sum[c0:c1], s, 0, work, False, floor)
+            fold(run_max[r0:r1], run_sum[r0:r1], s, 1, work, True, floor)
     return finish(run_max, run_sum, exponents), counts
 
 
@@ -90,16 +93,21 @@ class _SymmetricLSE(torch.autograd.Function):
         blocks = tiles(v.shape[0], tile)
         plans = [plan(lse[b0:b1], coef[b0:b1]) for b0, b1 in blocks]
         work = Scratch()
+        risky, low = may_underflow(w, v, exponents, v.shape[0]), exp_floor(v.dtype)
         for bi, (r0, r1) in enumerate(blocks):
             for c0, c1 in blocks[bi:]:
                 s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))
-                rule.fill_invalid_(s, r0, r1, c0, c1)  # e^{−inf} = 0: invalid entries get no gradient
+                valid = rule.fill_invalid_(s, r0, r1, c0, c1)  # −inf: no gradient (but e^{floor})
+                floor = floor_for(risky, valid, c1 - c0, low)
                 # H = G_IJ + G_JIᵀ; on a diagonal tile (s symmetric) G_IIᵀ is the column-wise
                 # gradient of the same tile, so no transposed copy is needed there either
                 rows, cols = (lse[r0:r1], coef[r0:r1]), (lse[c0:c1], coef[c0:c1])
-                h = None if ctx.compiled else grad_pair(s, rows, cols, exponents, active, scratch=work)
+                h = None
+                if not ctx.compiled:
+                    h = grad_pair(s, rows, cols, exponents, active, scratch=work, floor=floor)
                 if h is None:  # two exponentials (compiled kernels, or the shared shift unsafe)
-                    h = grad_of(s, plans[bi], 1, work, "r").add_(grad_of(s, plans[c0 // tile], 0, work, "c"))
+                    h = grad_of(s, plans[bi], 1, work, "r", floor)
+                    h.add_(grad_of(s, plans[c0 // tile], 0, work, "c", floor))
                 gv[r0:r1].addmm_(h, w[c0:c1])
                 if c0 != r0:
                     gv[c0:c1].addmm_(h.T, w[r0:r1])
