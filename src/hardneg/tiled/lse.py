@@ -47,14 +47,17 @@ def _forward(
     exponents: tuple[float, ...],
     rule: TileMask,
     tile: int,
-    compiled: bool = False,
+    compiled: bool,
+    risky: bool,
 ) -> tuple[Tensor, Tensor]:
+    """Forward of :class:`_TiledLSE`; ``risky``: :func:`~hardneg.tiled.stream.may_underflow` of
+    the inputs (then every tile's exponent arguments are floored)."""
     a_n = anchors.shape[0]
     fold = block_absorb(exponents, anchors, compiled)
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
     work = Scratch()
-    risky, low = may_underflow(anchors, candidates, exponents, candidates.shape[0]), exp_floor(anchors.dtype)
+    low = exp_floor(anchors.dtype)
     for r0, r1 in tiles(a_n, tile):
         a_blk = anchors[r0:r1]
         run_max = torch.full((r1 - r0,), float("-inf"), dtype=anchors.dtype, device=anchors.device)
@@ -79,9 +82,11 @@ class _TiledLSE(torch.autograd.Function):
         tile: int,
         compiled: bool,
     ) -> tuple[Tensor, Tensor]:
-        out, counts = _forward(anchors, candidates, exponents, rule, tile, compiled)
+        risky = may_underflow(anchors, candidates, exponents, candidates.shape[0])  # once, for both passes
+        out, counts = _forward(anchors, candidates, exponents, rule, tile, compiled, risky)
         ctx.save_for_backward(anchors, candidates, out)
         ctx.exponents, ctx.rule, ctx.tile, ctx.compiled = exponents, rule, tile, compiled
+        ctx.risky = risky
         ctx.mark_non_differentiable(counts)
         return out, counts
 
@@ -97,8 +102,7 @@ class _TiledLSE(torch.autograd.Function):
             return ga, gc, None, None, None, None
         plan, grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
         work = Scratch()
-        risky = may_underflow(anchors, candidates, exponents, candidates.shape[0])
-        low = exp_floor(anchors.dtype)
+        risky, low = ctx.risky, exp_floor(anchors.dtype)
         for r0, r1 in tiles(anchors.shape[0], tile):
             a_blk = anchors[r0:r1]
             planned = plan(lse[r0:r1], coef[r0:r1])

@@ -36,7 +36,13 @@ __all__ = ["tiled_lse_symmetric"]
 
 
 def _forward(
-    v: Tensor, w: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int, compiled: bool
+    v: Tensor,
+    w: Tensor,
+    exponents: tuple[float, ...],
+    rule: TileMask,
+    tile: int,
+    compiled: bool,
+    risky: bool,
 ) -> tuple[Tensor, Tensor]:
     fold = block_absorb(exponents, v, compiled)
     n, e_n = v.shape[0], len(exponents)
@@ -45,7 +51,7 @@ def _forward(
     counts = torch.zeros(n, dtype=torch.int64, device=v.device)
     blocks = tiles(n, tile)
     work = Scratch()
-    risky, low = may_underflow(w, v, exponents, n), exp_floor(v.dtype)
+    low = exp_floor(v.dtype)
     for bi, (r0, r1) in enumerate(blocks):
         for c0, c1 in blocks[bi:]:
             s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))  # = c·⟨v_i, v_j⟩
@@ -74,9 +80,11 @@ class _SymmetricLSE(torch.autograd.Function):
         compiled: bool,
     ) -> tuple[Tensor, Tensor]:
         w = v * scale
-        out, counts = _forward(v, w, exponents, rule, tile, compiled)
+        risky = may_underflow(w, v, exponents, v.shape[0])  # once, for both passes
+        out, counts = _forward(v, w, exponents, rule, tile, compiled, risky)
         ctx.save_for_backward(v, w, out)
         ctx.exponents, ctx.rule, ctx.tile, ctx.compiled = exponents, rule, tile, compiled
+        ctx.risky = risky
         ctx.mark_non_differentiable(counts)
         return out, counts
 
@@ -93,7 +101,7 @@ class _SymmetricLSE(torch.autograd.Function):
         blocks = tiles(v.shape[0], tile)
         plans = [plan(lse[b0:b1], coef[b0:b1]) for b0, b1 in blocks]
         work = Scratch()
-        risky, low = may_underflow(w, v, exponents, v.shape[0]), exp_floor(v.dtype)
+        risky, low = ctx.risky, exp_floor(v.dtype)
         for bi, (r0, r1) in enumerate(blocks):
             for c0, c1 in blocks[bi:]:
                 s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))
