@@ -90,7 +90,7 @@ def absorb_pair_(
             x = exp_(torch.mul(d, ae, out=scratch.like(f"y{i}", d)), floor)
         r_sums[e], c_sums[e] = x.sum(dim=1), x.sum(dim=0)
         for k, e2 in partners(mults, e):  # e^{k a (s − c)} = x^k
-            xk = ipow(x, k, scratch.like("pow", x), scratch.like("pow2", x))
+            xk = ipow(x, k, scratch.like("pow", x))
             r_sums[e2], c_sums[e2] = xk.sum(dim=1), xk.sum(dim=0)
     order = range(len(exponents))
     _fold_(rows[0], rows[1], row_max, torch.stack([r_sums[e] for e in order], dim=1), c, a)
@@ -154,7 +154,7 @@ def grad_pair(
         # y ⊙ (α_i + α_j) + Σ_m y^{k_m} ⊙ (γ_m,i + γ_m,j) = y ⊙ (α_i + α_j + Σ_m y^{k_m − 1} ⊙ (…))
         for n, (mult, e2) in enumerate(more):
             r2, k2 = factors[e2]
-            q = y if mult == 2 else ipow(y, mult - 1, scratch.like("pow", y), scratch.like("pow2", y))
+            q = y if mult == 2 else ipow(y, mult - 1, scratch.like("pow", y))
             if n == 0:  # g = α_i + (γ_i + γ_j) ⊙ y^{k−1}
                 torch.addcmul(r[:, None], torch.add(r2[:, None], k2[None, :], out=g), q, out=g)
             else:

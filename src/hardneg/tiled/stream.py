@@ -130,14 +130,13 @@ def partners(mults: dict[int, tuple[int, int]], f: int) -> list[tuple[int, int]]
     return sorted((k, e) for e, (g, k) in mults.items() if g == f)
 
 
-def ipow(x: Tensor, k: int, out: Tensor, tmp: Tensor) -> Tensor:
-    """``x^k`` for an integer ``k ≥ 2`` into ``out`` (``tmp``: a second buffer of ``x``'s shape;
-    ``x`` unchanged), by squaring: ``x^k = (x^{⌊k/2⌋})² · x^{k mod 2}``, ⌈log₂ k⌉ to
-    2⌊log₂ k⌋ element-wise passes (torch's pow is a pass for k ≤ 3 but an exp/log for k ≥ 4)."""
+def ipow(x: Tensor, k: int, out: Tensor) -> Tensor:
+    """``x^k`` for an integer ``k ≥ 2`` into ``out`` (``x`` unchanged), by squaring in place:
+    ``x^k = (x^{⌊k/2⌋})² · x^{k mod 2}``, ⌈log₂ k⌉ to 2⌊log₂ k⌋ element-wise passes (torch's pow
+    is a pass for k ≤ 3 but an exp/log for k ≥ 4)."""
     if k <= 3:
         return torch.pow(x, k, out=out)
-    half = ipow(x, k // 2, tmp, out)  # in tmp, with out as its scratch
-    torch.mul(half, half, out=out)
+    ipow(x, k // 2, out).mul_(out)
     return out.mul_(x) if k % 2 else out
 
 
@@ -178,7 +177,7 @@ def absorb_(
         )
         run_sum[:, e].mul_(torch.exp(a * old)).add_(x.sum(dim=dim))
         for k, e2 in partners(mults, e):  # e^{k a (s − M)} = x^k
-            xk = ipow(x, k, work.like("pow", x), work.like("pow2", x))
+            xk = ipow(x, k, work.like("pow", x))
             run_sum[:, e2].mul_(torch.exp(exponents[e2] * old)).add_(xk.sum(dim=dim))
     run_max.copy_(m)
 
@@ -240,7 +239,7 @@ def grad_apply(
         else:  # y ⊙ (base + Σ_k y^{k−1} factor_k)
             inner: Tensor | None = None
             for k, factor in term.powers:
-                q = p if k == 2 else ipow(p, k - 1, work.like(f"{tag}w", s), work.like(f"{tag}w2", s))
+                q = p if k == 2 else ipow(p, k - 1, work.like(f"{tag}w", s))
                 if inner is None:
                     inner = torch.mul(q, _along(factor, dim), out=work.like(f"{tag}q", s))
                 else:
