@@ -4,7 +4,9 @@ In the symmetric pass (:mod:`hardneg.tiled.symmetric`) an off-diagonal tile ``s`
 columns ``J``) feeds the online log-sum-exp of its rows and, read down its columns, that of the
 rows ``J``. Shifting each direction by its own maxima costs two exponentials per entry, and on a
 CPU one exponential of a 1024² tile costs about a third of the tile's matrix product. Shifted
-once by the tile's maximum ``c``, one exponential serves both directions:
+once by the tile's maximum ``c`` (the normaliser rescaling ``e^{m_old − m_new}`` of Milakov &
+Gimelshein's online softmax, arXiv:1805.02867, 2018, applied to rows and columns at once), one
+exponential serves both directions:
 
     Σ_j e^{a(s_ij − M_i)} = e^{a(c − M_i)} Σ_j e^{a(s_ij − c)}      (rows; columns alike),
 
