@@ -61,8 +61,8 @@ def training_steps(repeats: int) -> list[str]:
     from torch_geometric.loader import DataLoader
 
     from hardneg.graphs import parse_method
-    from hardneg.graphs.model import InfoGraphModel
-    from hardneg.graphs.synthetic import synthetic_motifs
+    from hardneg.models.gin import InfoGraphModel
+    from hardneg.data.graphs.synthetic import synthetic_motifs
 
     data = synthetic_motifs(num_graphs=600, seed=0)
     batch = next(iter(DataLoader(data.graphs, batch_size=128, shuffle=False)))

@@ -6,7 +6,7 @@ does not depend on the batch size B. The model is the pipeline's own (``data.dat
 the bag-of-words encoder (``bag_of_words_encoder``, d = 100), the loss ``build_loss`` builds from
 the packaged ``articles`` config with the overrides of each case (NCE, t = 0.5, K-subsampling
 through ``loss.num_negatives``), batches from ``ArticleBatches`` and the step ``_step`` of
-``hardneg.text.pipeline``, Adam with the config's learning rate.
+``hardneg.modalities.articles``, Adam with the config's learning rate.
 
 Prints ratios measured in this one run (absolute times drift on shared machines; nothing is
 asserted):
@@ -55,8 +55,8 @@ from torch import Tensor, nn
 
 if TYPE_CHECKING:
     from hardneg.loss import ContrastiveLoss
-    from hardneg.text.pipeline import ArticleBatches, TokenSplit
-    from hardneg.train.config import RunConfig
+    from hardneg.modalities.articles import ArticleBatches, TokenSplit
+    from hardneg.pipeline.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
 
@@ -87,7 +87,7 @@ QUICK = Sizes(sentences=2_000, length=20, vocab=500, articles=20, batches=(16, 6
 # -- data ------------------------------------------------------------------------------------------
 def synthetic_split(sizes: Sizes, seed: int = 0) -> TokenSplit:
     """Random sentences of 5..length ids in [1, vocab) padded with 0, articles of equal size."""
-    from hardneg.text.pipeline import TokenSplit
+    from hardneg.modalities.articles import TokenSplit
 
     g = torch.Generator().manual_seed(seed)
     n, length = sizes.sentences, sizes.length
@@ -101,8 +101,8 @@ def synthetic_split(sizes: Sizes, seed: int = 0) -> TokenSplit:
 
 def wiki_split() -> TokenSplit:
     """The training split of the packaged ``articles`` config (gensim's Wikipedia sample)."""
-    from hardneg.train.config import load_config
-    from hardneg.train.experiment import load_data
+    from hardneg.pipeline.config import load_config
+    from hardneg.pipeline.experiment import load_data
 
     train, _ = load_data(load_config("articles", []))
     return train  # type: ignore[return-value]
@@ -125,10 +125,10 @@ class Case:
 def make_case(split: TokenSplit, vocab_size: int, *, pool: int | None, k: int | None,
               collision_free: bool = False) -> Case:
     """The pipeline's pieces for ``hardneg train articles`` with these overrides."""
-    from hardneg.text.model import bag_of_words_encoder
-    from hardneg.text.pipeline import ArticleBatches
-    from hardneg.train.build import build_loss
-    from hardneg.train.config import load_config
+    from hardneg.models.bow import bag_of_words_encoder
+    from hardneg.modalities.articles import ArticleBatches
+    from hardneg.pipeline.build import build_loss
+    from hardneg.pipeline.config import load_config
 
     overrides = [f"data.text.corpus_negatives={'null' if pool is None else pool}",
                  f"loss.num_negatives={'null' if k is None else k}",
@@ -150,8 +150,8 @@ def batch_indices(n: int, batch: int, step: int) -> list[int]:
 
 def train_step(case: Case, x: dict[str, Tensor], labels: Tensor, step: int) -> float:
     """One training step as the module runs it (``_step``, backward, Adam); seconds."""
-    from hardneg.text.pipeline import _step
-    from hardneg.train.seeding import step_generator
+    from hardneg.modalities.articles import _step
+    from hardneg.seeding import step_generator
 
     t0 = time.perf_counter()
     out = _step(case.encoder, case.loss, x, labels=labels, generator=step_generator(case.cfg.seed, 0, step))
@@ -170,7 +170,7 @@ def encode(case: Case, x: dict[str, Tensor]) -> tuple[float, list[Tensor]]:
 
 def loss_fwd_bwd(case: Case, zs: list[Tensor], x: dict[str, Tensor], labels: Tensor, step: int) -> float:
     """Seconds of the loss forward + backward alone on detached embeddings (``_step``'s loss call)."""
-    from hardneg.train.seeding import step_generator
+    from hardneg.seeding import step_generator
 
     za, zp, *zn = (z.detach().requires_grad_() for z in zs)
     g = step_generator(case.cfg.seed, 0, step)
@@ -232,7 +232,7 @@ def _rss_kib(key: str) -> int:
 def _write_spec(path: Path, split: TokenSplit, batch: int, pool: int, k: int, collision_free: bool) -> None:
     """Save what the fresh process needs: the batch (from ``ArticleBatches``), the losses ``build_loss``
     builds, the seeds; the child then only imports torch and ``hardneg.text`` (not Lightning)."""
-    from hardneg.train.seeding import mix_seed
+    from hardneg.seeding import mix_seed
 
     vocab_size = vocab_size_of(split)
     case = make_case(split, vocab_size, pool=pool, k=k, collision_free=collision_free)
@@ -246,8 +246,8 @@ def _write_spec(path: Path, split: TokenSplit, batch: int, pool: int, k: int, co
 
 def _peak_child(spec_path: str, threads: int) -> None:
     """In a fresh process: peak extra resident memory of one ``_step`` forward + backward; prints JSON."""
-    from hardneg.text.model import bag_of_words_encoder
-    from hardneg.text.pipeline import _step
+    from hardneg.models.bow import bag_of_words_encoder
+    from hardneg.modalities.articles import _step
 
     torch.set_num_threads(threads)
     spec = torch.load(spec_path, weights_only=False)

@@ -23,9 +23,9 @@ import torch
 from hardneg.data.augment import SimCLRAugment, digits_augment
 from hardneg.data.digits import load_digits_images
 from hardneg.models import build_encoder
-from hardneg.train.build import build_loss
-from hardneg.train.config import load_config
-from hardneg.train.seeding import step_generator
+from hardneg.pipeline.build import build_loss
+from hardneg.pipeline.config import load_config
+from hardneg.seeding import step_generator
 
 
 def bench(name: str, images: torch.Tensor, encoder: torch.nn.Module, augment: torch.nn.Module, *,

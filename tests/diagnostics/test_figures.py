@@ -11,7 +11,7 @@ import torch
 from tests.reference.images import assert_png_has_content
 
 from hardneg._io import atomic_write_bytes, atomic_write_text
-from hardneg.diagnostics import (
+from hardneg.figures import (
     hardest_negatives,
     plot_accuracy_curves,
     plot_hardest_negatives,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hardneg.graphs.model import GINEncoder, InfoGraphModel, ResidualMLP
+from hardneg.models.gin import GINEncoder, InfoGraphModel, ResidualMLP
 
 Data = pytest.importorskip("torch_geometric.data").Data
 Batch = pytest.importorskip("torch_geometric.data").Batch

@@ -16,7 +16,7 @@ import torch
 pytest.importorskip("rdkit", reason="MoleculeACE graphs need RDKit (pip install rdkit)")
 pytest.importorskip("torch_geometric")
 
-from hardneg.graphs.molecules import (
+from hardneg.data.graphs.molecules import (
     DEFAULT_TARGETS,
     find_moleculeace,
     list_moleculeace_targets,

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hardneg.cli import app
-from hardneg.train.config import ConfigError, load_config
-from hardneg.train.experiment import evaluate_run, thread_limits, train_run
+from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.experiment import evaluate_run, thread_limits, train_run
 
 pytest.importorskip("torch_geometric")
 
@@ -53,7 +53,8 @@ def _write_tu(root: Path, name: str, num_graphs: int = 24) -> None:
 
 def test_pipeline_run_equals_train_infograph(tmp_path: Path) -> None:
     """One engine: the Lightning pipeline and the plain loop give the same bits for the same seed."""
-    from hardneg.graphs import InfoGraphLoss, synthetic_motifs, train_infograph
+    from hardneg.data.graphs import synthetic_motifs
+    from hardneg.graphs import InfoGraphLoss, train_infograph
     from hardneg.negatives import Hard
 
     cfg = load_config("graphs", TINY)

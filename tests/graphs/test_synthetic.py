@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from hardneg.graphs.features import degree_features
-from hardneg.graphs.synthetic import MOTIFS, synthetic_motifs
+from hardneg.data.graphs.features import degree_features
+from hardneg.data.graphs.synthetic import MOTIFS, synthetic_motifs
 
 PINNED_LABELS = [2, 1, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0]
 # sha256 of the edge_index bytes of synthetic_motifs(num_graphs=12, seed=0)

@@ -14,7 +14,7 @@ from hardneg.cli import app
 from hardneg.graphs.experiment import run_graph_compare, summarise
 from hardneg.graphs.methods import parse_method
 from hardneg.graphs.objective import InfoGraphLoss
-from hardneg.graphs.synthetic import synthetic_motifs
+from hardneg.data.graphs.synthetic import synthetic_motifs
 from hardneg.graphs.train import train_infograph
 from hardneg.negatives import Hard, OptimalTransport
 

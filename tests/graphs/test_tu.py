@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from hardneg.graphs.tu import read_tu
+from hardneg.data.graphs.tu import read_tu
 
 # Three small graphs (1-based node ids over the data set):
 #   graph 1: nodes 1-3, a triangle;  graph 2: nodes 4-5, one edge;  graph 3: nodes 6-9, a path 6-7-8 and
@@ -104,7 +104,7 @@ def test_agrees_with_torch_geometric_reader(tmp_path: Path, attributes: bool) ->
 
 def test_line_by_line_parser_gives_the_same_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fast path (np.loadtxt) and the line-by-line parser that locates errors agree exactly."""
-    import hardneg.graphs.tu as tu
+    import hardneg.data.graphs.tu as tu
 
     _write(tmp_path, "TOY", attributes=np.arange(18, dtype=float).reshape(9, 2) / 3, edge_labels=True)
     fast = read_tu(tmp_path, "TOY")

@@ -84,7 +84,7 @@ def test_tiled_engine_refuses_target_ess() -> None:
 
 
 def test_config_accepts_target_ess_and_refuses_it_with_annealing() -> None:
-    from hardneg.train.config import ConfigError, load_config
+    from hardneg.pipeline.config import ConfigError, load_config
 
     cfg = load_config("digits", ["loss.negatives.name=hard", "loss.negatives.target_ess=0.5"])
     assert cfg.loss.negatives["target_ess"] == 0.5

@@ -151,8 +151,8 @@ def test_auto_is_refused_by_the_tiled_engine_with_a_clear_error() -> None:
 
 
 def test_config_accepts_auto_and_names_a_bad_string() -> None:
-    from hardneg.train.build import build_loss
-    from hardneg.train.config import ConfigError, load_config
+    from hardneg.pipeline.build import build_loss
+    from hardneg.pipeline.config import ConfigError, load_config
 
     cfg = load_config("digits", ["loss.objective.tau_plus=auto"])
     assert build_loss(cfg).objective.auto

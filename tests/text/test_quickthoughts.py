@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from hardneg import ContrastiveLoss, negatives, objectives
 from hardneg.cli import app
-from hardneg.text.documents import encode_document_list, encode_documents, iter_documents, write_documents
+from hardneg.data.text.documents import encode_document_list, encode_documents, iter_documents, write_documents
 from hardneg.text.quickthoughts import context_positives, quick_thoughts_loss
 
 
@@ -223,9 +223,9 @@ def test_trains_and_evaluates_the_senteval_way(tmp_path: Path, extra: list[str])
 
 
 def test_windows_are_contiguous_and_one_index_is_one_batch(tmp_path: Path) -> None:
-    from hardneg.text.sentences import ContiguousWindows
-    from hardneg.train.config import load_config
-    from hardneg.train.experiment import load_data
+    from hardneg.modalities.sentences import ContiguousWindows
+    from hardneg.pipeline.config import load_config
+    from hardneg.pipeline.experiment import load_data
 
     corpus = _corpus(tmp_path / "corpus.txt", docs=10, per_doc=5)
     cfg = load_config("sentences", [*TINY, f"data.root={corpus}", "data.test_fraction=0.2"])
@@ -247,8 +247,8 @@ def test_windows_are_contiguous_and_one_index_is_one_batch(tmp_path: Path) -> No
     ],
 )
 def test_bad_settings_name_the_key(tmp_path: Path, overrides: list[str], key: str) -> None:
-    from hardneg.train.config import ConfigError, load_config
-    from hardneg.train.experiment import load_data
+    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.pipeline.experiment import load_data
 
     corpus = _corpus(tmp_path / "corpus.txt", docs=6, per_doc=4)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardneg.text import (
+from hardneg.data.text import (
     ArticleCorpus,
     Vocabulary,
     read_article_folder,
@@ -18,7 +18,7 @@ from hardneg.text import (
     word_tokenize,
     write_article_tsv,
 )
-from hardneg.text.nyt import find_nyt_editorials
+from hardneg.data.text.nyt import find_nyt_editorials
 
 
 def test_word_tokens_follow_the_treebank_rules_lower_cased() -> None:

@@ -11,10 +11,10 @@ import torch
 from typer.testing import CliRunner
 
 from hardneg.cli import app
-from hardneg.text.model import BagOfWords
-from hardneg.text.pipeline import split_by_article
-from hardneg.train.config import ConfigError, load_config
-from hardneg.train.experiment import load_data
+from hardneg.models.bow import BagOfWords
+from hardneg.modalities.articles import split_by_article
+from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.experiment import load_data
 
 TOPICS = {
     "cats": "cat kitten purr whisker meow",
@@ -87,7 +87,7 @@ def test_trains_and_separates_articles(tmp_path: Path) -> None:
     metrics = json.loads((out / "metrics.json").read_text())["eval"]
     assert {"linear_top1", "mean_top1", "kwise1_top1"} <= set(metrics)
     assert metrics["mean_top1"] > 0.6  # 6 articles: chance is 1/6
-    from hardneg.text.vocab import Vocabulary
+    from hardneg.data.text.vocab import Vocabulary
 
     assert "kitten" in Vocabulary.load(out / "vocab.json")  # the run folder keeps its vocabulary
 
@@ -114,8 +114,8 @@ def test_image_encoders_are_refused_for_sentences() -> None:
 
 
 def test_corpus_negatives_do_not_depend_on_the_batch_size(tmp_path: Path) -> None:
-    from hardneg.text.pipeline import ArticleBatches, _step
-    from hardneg.train.build import build_loss, build_module
+    from hardneg.modalities.articles import ArticleBatches, _step
+    from hardneg.pipeline.build import build_loss, build_module
 
     path = _write_tsv(tmp_path / "c.tsv")
     cfg = load_config("articles", [*TINY, f"data.root={path}", "data.text.corpus_negatives=20"])
@@ -151,8 +151,8 @@ def test_corpus_negatives_train_and_refuse_a_larger_k(tmp_path: Path) -> None:
 def test_mean_classifier_from_k_shots(tmp_path: Path) -> None:
     """Arora et al.'s mu-k: class means from k training samples; k >= every class count is mu."""
     from hardneg.evaluate.latent_table import few_shot_indices
-    from hardneg.train.build import build_module
-    from hardneg.train.evaluation import evaluate_encoder
+    from hardneg.pipeline.build import build_module
+    from hardneg.pipeline.evaluation import evaluate_encoder
 
     labels = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
     few = few_shot_indices(labels, 2, seed=1)
@@ -170,8 +170,8 @@ def test_mean_classifier_from_k_shots(tmp_path: Path) -> None:
 
 def test_blocks_average_b_sentences_of_one_article(tmp_path: Path) -> None:
     """Arora et al.'s block loss: each item is b sentences of one article, represented by their mean."""
-    from hardneg.text.pipeline import ArticleBatches, _step
-    from hardneg.train.build import build_loss, build_module
+    from hardneg.modalities.articles import ArticleBatches, _step
+    from hardneg.pipeline.build import build_loss, build_module
 
     path = _write_tsv(tmp_path / "c.tsv")
     cfg = load_config("articles", [*TINY, f"data.root={path}", "data.text.block_size=3"])
@@ -213,8 +213,8 @@ def test_supervised_baseline_trains_the_encoder_with_labels(tmp_path: Path) -> N
     """Arora et al.'s Supervised columns: f trained by cross-entropy of a linear layer over articles."""
     import torch.nn.functional as F
 
-    from hardneg.text.pipeline import ArticleBatches, _step
-    from hardneg.train.build import build_loss, build_module
+    from hardneg.modalities.articles import ArticleBatches, _step
+    from hardneg.pipeline.build import build_loss, build_module
 
     path = _write_tsv(tmp_path / "c.tsv")
     cfg = load_config("articles", [*TINY, f"data.root={path}", "data.text.supervised=true"])

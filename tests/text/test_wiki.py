@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from hardneg.cli import app
-from hardneg.text import read_article_tsv
+from hardneg.data.text import read_article_tsv
 
 pytest.importorskip("gensim")
 
-from hardneg.text.wiki import build_wiki_corpus, find_gensim_wiki_sample
+from hardneg.data.text.wiki import build_wiki_corpus, find_gensim_wiki_sample
 
 PAGE = """  <page>
     <title>{title}</title>

@@ -9,8 +9,8 @@ import pytest
 from tests.reference.images import assert_png_has_content
 from typer.testing import CliRunner
 
-from hardneg.theory.cli import app
-from hardneg.theory.figures import ash_coefficient_figure, ash_example_figure
+from hardneg.cli.theory import app
+from hardneg.figures.theory import ash_coefficient_figure, ash_example_figure
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"

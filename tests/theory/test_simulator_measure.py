@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hardneg.theory.measure import load_features, measure_bounds
-from hardneg.theory.simulator import LatentClassSimulator
+from hardneg.data.latent import LatentClassSimulator
 
 
 def tau_enum(rho: list[float], k: int) -> float:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from hardneg.train import checkpoints
-from hardneg.train.checkpoints import (
+from hardneg.pipeline import checkpoints
+from hardneg.pipeline.checkpoints import (
     AtomicCheckpointIO,
     CheckpointError,
     checkpoint_files,
@@ -137,10 +137,10 @@ def test_partial_files_left_by_a_kill_are_removed(tmp_path):
 _KILL_DURING_SAVE = textwrap.dedent(
     """
     import sys, time, torch
-    from hardneg.train.checkpoints import AtomicCheckpointIO
+    from hardneg.pipeline.checkpoints import AtomicCheckpointIO
 
     target = sys.argv[1]
-    import hardneg.train.checkpoints as checkpoints
+    import hardneg.pipeline.checkpoints as checkpoints
     real_open = checkpoints.atomic_open
 
     class Slow:  # the real bytes, with a pause in the middle of the file

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hardneg.train.config import (
+from hardneg.pipeline.config import (
     ConfigError,
     RunConfig,
     config_to_dict,

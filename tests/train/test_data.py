@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from hardneg.data.images import LabeledImages
-from hardneg.train.data import BatchedImages, EpochBatchSampler
-from hardneg.train.seeding import mix_seed
+from hardneg.data.batches import BatchedImages, EpochBatchSampler
+from hardneg.seeding import mix_seed
 
 
 def _batches(sampler, epoch):

@@ -7,10 +7,10 @@ import json
 import pytest
 import torch
 
-from hardneg.train.build import build_loss
-from hardneg.train.config import ConfigError, load_config
-from hardneg.train.experiment import RunExists, evaluate_run, train_run
-from hardneg.train.registry import NEGATIVES, OBJECTIVES
+from hardneg.pipeline.build import build_loss
+from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.experiment import RunExists, evaluate_run, train_run
+from hardneg.pipeline.registry import NEGATIVES, OBJECTIVES
 
 from .helpers import tiny
 

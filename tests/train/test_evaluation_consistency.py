@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hardneg.train.evaluation import evaluate_encoder
-from hardneg.train.latent import LabeledVectors
+from hardneg.pipeline.evaluation import evaluate_encoder
+from hardneg.data.vectors import LabeledVectors
 
 
 class _FirstOutput(nn.Module):

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from hardneg.train.config import ConfigError, load_config
-from hardneg.train.experiment import train_run
+from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.experiment import train_run
 
 from .helpers import tiny
 

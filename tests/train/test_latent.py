@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from hardneg.theory.simulator import LatentClassSimulator
-from hardneg.train.config import ConfigError, load_config, resolve_config_path
-from hardneg.train.data import ContrastiveDataModule
-from hardneg.train.experiment import evaluate_run, train_run
-from hardneg.train.latent import BatchedPairs, load_latent_splits
+from hardneg.data.latent import LatentClassSimulator
+from hardneg.pipeline.config import ConfigError, load_config, resolve_config_path
+from hardneg.pipeline.data import ContrastiveDataModule
+from hardneg.pipeline.experiment import evaluate_run, train_run
+from hardneg.data.vectors import BatchedPairs, load_latent_splits
 
 REPO = Path(__file__).resolve().parents[2]
 

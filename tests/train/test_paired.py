@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from hardneg.train.compare import beta_series
-from hardneg.train.config import load_config, with_overrides
-from hardneg.train.paired import format_paired, paired_differences
+from hardneg.pipeline.compare import beta_series
+from hardneg.pipeline.config import load_config, with_overrides
+from hardneg.pipeline.paired import format_paired, paired_differences
 
 
 def test_paired_difference_is_the_mean_and_std_of_seedwise_differences() -> None:

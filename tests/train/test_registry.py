@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.train.config import ConfigError, load_config
-from hardneg.train.registry import NEGATIVES
+from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.registry import NEGATIVES
 
 from .helpers import tiny
 
 PLUGIN = textwrap.dedent(
     """
     from hardneg.negatives import NegativeDistribution, normalize_log_weights
-    from hardneg.train.registry import register_negatives
+    from hardneg.pipeline.registry import register_negatives
 
 
     class Farthest(NegativeDistribution):

@@ -143,8 +143,8 @@ def test_ctrl_c_saves_an_interrupted_checkpoint_and_explains_resume(tmp_path):
 
 
 def test_resume_of_a_finished_run_adds_no_checkpoint_and_keeps_the_log(tmp_path):
-    from hardneg.train.config import load_config
-    from hardneg.train.experiment import train_run
+    from hardneg.pipeline.config import load_config
+    from hardneg.pipeline.experiment import train_run
 
     cfg = load_config("digits", tiny("train.epochs=2", "eval.figures=false", "eval.linear=false"))
     run = tmp_path / "run"
@@ -159,8 +159,8 @@ def test_resume_of_a_finished_run_adds_no_checkpoint_and_keeps_the_log(tmp_path)
 
 
 def test_the_thread_count_is_recorded_and_a_different_one_refused_on_resume(tmp_path):
-    from hardneg.train.config import ConfigError, load_config
-    from hardneg.train.run_folder import prepare_run_dir
+    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.pipeline.run_folder import prepare_run_dir
 
     unset = load_config("digits", ["train.threads=null"])
     recorded = prepare_run_dir(unset, tmp_path / "a", resume=False, force=False)
@@ -168,7 +168,7 @@ def test_the_thread_count_is_recorded_and_a_different_one_refused_on_resume(tmp_
 
     run = tmp_path / "b"
     run.mkdir()
-    from hardneg.train.config import dump_yaml
+    from hardneg.pipeline.config import dump_yaml
 
     (run / "config.yaml").write_text(dump_yaml(load_config("digits", ["train.threads=3"])))
     same = prepare_run_dir(unset, run, resume=True, force=False)  # unset: the run's own count
@@ -182,7 +182,7 @@ def test_each_checkpoint_is_saved_after_its_epoch_row_is_on_disk(tmp_path, monke
     from typer.testing import CliRunner
 
     from hardneg.cli import app
-    from hardneg.train.checkpoints import AtomicCheckpointIO
+    from hardneg.pipeline.checkpoints import AtomicCheckpointIO
 
     run = tmp_path / "run"
     seen: list[tuple[int, list[int]]] = []

@@ -13,20 +13,15 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "GINEncoder": "model",
-    "GraphDataset": "dataset",
-    "InfoGraphLoss": "objective",
-    "InfoGraphModel": "model",
-    "RELEASED_SWITCHES": "released",
-    "embed_graphs": "train",
-    "local_global_mask": "objective",
-    "parse_method": "methods",
-    "read_moleculeace": "molecules",
-    "read_tu": "tu",
-    "released_local_global_loss": "released",
-    "run_graph_compare": "experiment",
-    "synthetic_motifs": "synthetic",
-    "train_infograph": "train",
+    "InfoGraphLoss": "hardneg.graphs.objective",
+    "RELEASED_SWITCHES": "hardneg.graphs.released",
+    "local_global_detailed": "hardneg.graphs.objective",
+    "local_global_mask": "hardneg.graphs.objective",
+    "released_local_global_loss": "hardneg.graphs.released",
+    "embed_graphs": "hardneg.graphs.train",
+    "parse_method": "hardneg.graphs.methods",
+    "run_graph_compare": "hardneg.graphs.experiment",
+    "train_infograph": "hardneg.graphs.train",
 }
 
 __all__ = sorted(_WHERE)
@@ -34,7 +29,7 @@ __all__ = sorted(_WHERE)
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        value = getattr(importlib.import_module(f"hardneg.graphs.{_WHERE[name]}"), name)
+        value = getattr(importlib.import_module(_WHERE[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'hardneg.graphs' has no attribute {name!r}")

@@ -48,19 +48,19 @@ def load_graph_data(
     max_per_target: int | None = None,
     node_attributes: bool = True,
 ) -> Any:
-    """The data set of ``--data`` (a :class:`~hardneg.graphs.dataset.GraphDataset`)."""
+    """The data set of ``--data`` (a :class:`~hardneg.data.graphs.dataset.GraphDataset`)."""
     if data == "synthetic":
-        from hardneg.graphs.synthetic import synthetic_motifs
+        from hardneg.data.graphs.synthetic import synthetic_motifs
 
         return synthetic_motifs(num_graphs=graphs, seed=seed)
     if data == "tu":
         if root is None or name is None:
             raise ValueError("--data tu needs --root DIR and --name NAME (files DIR/NAME/NAME_A.txt, ...)")
-        from hardneg.graphs.tu import read_tu
+        from hardneg.data.graphs.tu import read_tu
 
         return read_tu(root, name, node_attributes=node_attributes)
     if data == "molecules":
-        from hardneg.graphs.molecules import find_moleculeace, read_moleculeace
+        from hardneg.data.graphs.molecules import find_moleculeace, read_moleculeace
 
         where = root if root is not None else find_moleculeace()
         if where is None:

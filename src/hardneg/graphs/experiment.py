@@ -30,7 +30,7 @@ import numpy as np
 from hardneg._io import atomic_write_text
 
 if TYPE_CHECKING:
-    from hardneg.graphs.dataset import GraphDataset
+    from hardneg.data.graphs.dataset import GraphDataset
 
 __all__ = ["GraphCompareResult", "run_graph_compare", "summarise"]
 
@@ -78,7 +78,7 @@ def _one_run(
 
 def summarise(runs: list[dict[str, Any]], *, baseline: str = "infograph") -> list[dict[str, Any]]:
     """Mean ± std over seeds per method, and the paired difference to ``baseline`` (seed by seed)."""
-    from hardneg.train.paired import paired_differences
+    from hardneg.pipeline.paired import paired_differences
 
     by_method: dict[str, dict[int, dict[str, Any]]] = {}
     for r in runs:
@@ -156,7 +156,7 @@ def _figure(runs: list[dict[str, Any]], out: Path, *, title: str) -> Path | None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hardneg.diagnostics import save_figure
+    from hardneg.figures import save_figure
 
     betas = sorted({b for b, _ in points if b is not None})
     fig, ax = plt.subplots(figsize=(4.5, 3.2))

@@ -18,12 +18,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from hardneg.graphs.model import InfoGraphModel, seeded_infograph_model
+from hardneg.models.gin import InfoGraphModel, seeded_infograph_model
 from hardneg.graphs.objective import InfoGraphLoss
-from hardneg.train.seeding import step_generator
+from hardneg.seeding import step_generator
 
 if TYPE_CHECKING:
-    from hardneg.graphs.dataset import GraphDataset
+    from hardneg.data.graphs.dataset import GraphDataset
 
 __all__ = ["GraphTrainResult", "drop_last", "embed_graphs", "train_infograph"]
 
@@ -89,7 +89,7 @@ def train_infograph(
         loss: the local–global loss (:class:`~hardneg.graphs.InfoGraphLoss`, or any module with
             its ``detailed(local, global_, batch, labels=, generator=)`` method).
         epochs, batch_size, lr, weight_decay: Adam on shuffled batches; epoch ``e``'s order is
-            the permutation of :class:`~hardneg.train.data.EpochBatchSampler` ``(seed, e)`` (the
+            the permutation of :class:`~hardneg.data.batches.EpochBatchSampler` ``(seed, e)`` (the
             pipeline's), and the last, smaller batch is dropped only when it would hold a single
             graph (a node needs another graph as negative).
         hidden, num_layers: GIN width and depth (InfoGraph / HCL: 32 and 3).
@@ -99,7 +99,7 @@ def train_infograph(
     """
     from torch_geometric.data import Batch
 
-    from hardneg.train.data import EpochBatchSampler
+    from hardneg.data.batches import EpochBatchSampler
 
     _check("epochs", epochs, 0)
     _check("batch_size", batch_size, 2)

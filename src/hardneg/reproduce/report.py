@@ -71,7 +71,7 @@ def _figure(rows: list[dict[str, Any]], path: Path, *, budget: str) -> Path | No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hardneg.diagnostics import save_figure
+    from hardneg.figures import save_figure
 
     colours = {"reproduced": "C2", "not reproduced": "C7", "contradicted": "C3"}
     fig, ax = plt.subplots(figsize=(6.0, 0.45 * len(ran) + 1.2))
@@ -90,7 +90,7 @@ def _figure(rows: list[dict[str, Any]], path: Path, *, budget: str) -> Path | No
 
 def write_report(rows: list[dict[str, Any]], root: Path, *, budget: str) -> None:
     """Write ``claims.md``, ``claims.csv`` and ``figures/claims.png`` under ``root``."""
-    from hardneg.train.run_folder import csv_text
+    from hardneg.pipeline.run_folder import csv_text
 
     root.mkdir(parents=True, exist_ok=True)
     table = [{k: r.get(k, "") for k in _COLUMNS} for r in rows]

@@ -42,7 +42,7 @@ def _select(budget: str, only: Sequence[str] | None) -> list[Claim]:
 
 
 def _experiment_config(exp: Experiment, budget: str) -> Any:
-    from hardneg.train.config import load_config
+    from hardneg.pipeline.config import load_config
 
     strategies = [{"name": name, "overrides": dict(ov)} for name, ov in exp.strategies.items()]
     return load_config(exp.config, {**exp.budgets[budget], "compare.strategies": strategies,
@@ -54,8 +54,8 @@ def _setting(exp: Experiment, cfg: Any) -> str:
 
 
 def _claim_row(claim: Claim, exp: Experiment, cfg: Any, result: Any, folder: Path) -> dict[str, Any]:
-    from hardneg.train.compare import run_seed
-    from hardneg.train.paired import paired_differences
+    from hardneg.pipeline.compare import run_seed
+    from hardneg.pipeline.paired import paired_differences
 
     values = {label: {run_seed(r): r.eval for r in rs} for label, rs in result.runs.items()}
     diff = paired_differences(values, baseline=claim.baseline, metrics=[claim.metric])[claim.contender]
@@ -93,7 +93,7 @@ def run_reproduce(
     ``not run here`` and the command that would run them.
     """
     from hardneg.reproduce.report import write_report
-    from hardneg.train.compare import run_compare
+    from hardneg.pipeline.compare import run_compare
 
     echo = echo or (lambda msg: print(msg, file=sys.stderr))
     start = time.perf_counter()

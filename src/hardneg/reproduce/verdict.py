@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from hardneg.train.paired import PairedDifference
+from hardneg.pipeline.paired import PairedDifference
 
 __all__ = ["VERDICTS", "verdict"]
 

@@ -24,7 +24,7 @@ SUBJ-like (after Pang & Lee, ACL 2004)
     12 808 critics' snippets (``fresh`` / ``rotten``) are the subjective pool, 1 097 plot
     summaries (``plot``) the objective one. As in Pang & Lee, items are single snippets or
     sentences of at least 10 words: plot summaries are split into sentences with
-    :func:`hardneg.text.split_sentences`, duplicates are dropped, leaving 10 688 subjective and
+    :func:`hardneg.data.text.split_sentences`, duplicates are dropped, leaving 10 688 subjective and
     5 029 objective candidates; a seeded sample (``numpy.random.default_rng(seed)``) draws
     **5 000 of each**, written in source order. Pang & Lee's plots came from IMDb and their
     snippets from post-2001 films; this corpus is a different (also Rotten Tomatoes) crawl.
@@ -162,7 +162,7 @@ def _sample_in_order(pool: Sequence[str], k: int, rng: np.random.Generator) -> l
 
 
 def _subj(path: Path, seed: int) -> tuple[list[str], list[str]]:
-    from hardneg.text import split_sentences
+    from hardneg.data.text import split_sentences
 
     subjective: dict[str, None] = {}
     plots: list[str] = []

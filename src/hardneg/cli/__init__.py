@@ -1,0 +1,273 @@
+"""The ``hardneg`` command line.
+
+::
+
+    hardneg train CONFIG [key=value ...] [--out DIR] [--resume] [--force]
+    hardneg evaluate RUN [--checkpoint PATH] [--no-figures]
+    hardneg compare CONFIG [key=value ...] [--out DIR] [--resume] [--force]
+    hardneg sweep CONFIG [key=value ...] [--out DIR] [--resume] [--force]
+    hardneg reproduce [--budget small|full]    # the papers' claims, run and judged -> claims.md
+    hardneg config CONFIG [key=value ...]      # print the resolved config
+    hardneg configs                            # list the packaged configs
+    hardneg theory ...                         # bounds, optimal K, collisions (if installed)
+    hardneg graphs compare|train ...           # InfoGraph with hard / debiased / OT negatives
+    hardneg data wiki OUT.tsv --dump DUMP      # a Wikipedia dump -> sentences labelled by article
+    hardneg data senteval DIR                  # MR, CR, SUBJ-like, TREC in SentEval layouts (offline)
+
+``CONFIG`` is a YAML path or the name of a packaged config (``digits``, ``digits_compare``,
+...). Overrides use dotted keys: ``loss.negatives.beta=0.5 train.epochs=3 eval.kwise=[1,4]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hardneg.graphs.cli import app as graphs_app
+from hardneg.cli.data import app as data_app
+from hardneg.cli.theory import app as theory_app
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="hardneg",
+    help="Contrastive learning in which the distribution of negatives is what you control.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ConfigArg = Annotated[
+    str, typer.Argument(help="YAML file, or a packaged config name (see `hardneg configs`).")
+]
+OverridesArg = Annotated[
+    list[str] | None,
+    typer.Argument(help="dotted key=value overrides, e.g. loss.negatives.beta=0.5 train.epochs=3"),
+]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="output folder (default: <out_dir>/<name>)")]
+ResumeOpt = Annotated[bool, typer.Option("--resume", help="continue from the last epoch checkpoint(s)")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="overwrite an existing output folder")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")]
+
+
+def _echo(msg: str) -> None:
+    typer.echo(msg, err=True)
+
+
+def _quiet_lightning() -> None:
+    import lightning  # noqa: F401  (its import sets its loggers to INFO; lower them afterwards)
+
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+    warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*ckpt_path.*")
+    warnings.filterwarnings("ignore", message=".*when logging on epoch level in distributed.*")
+    warnings.filterwarnings("ignore", message=".*there is no last checkpoint.*")
+    warnings.filterwarnings("ignore", message=".*exists and is not empty.*")
+
+
+def _describe(err: BaseException) -> str:
+    """One line for a failure the user can cause; an ``OSError`` names its path and the reason."""
+    if isinstance(err, OSError) and err.strerror:
+        where = f": '{err.filename}'" if err.filename is not None else ""
+        return f"{err.strerror}{where}"
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _fail(err: BaseException) -> typer.Exit:
+    _echo(f"error: {_describe(err)}")
+    return typer.Exit(code=2)
+
+
+def _load(config: str, overrides: list[str] | None):  # type: ignore[no-untyped-def]
+    from hardneg.pipeline.config import ConfigError, load_config
+
+    try:
+        return load_config(config, overrides or [])
+    except ConfigError as err:
+        raise _fail(err) from None
+
+
+# Failures a user can cause: bad paths, full or read-only disks (OSError), bad values and damaged
+# files (ValueError: ConfigError and CheckpointError are ValueErrors), sizes out of range.
+_USER_ERRORS = (OSError, ValueError, RuntimeError, OverflowError)
+
+
+def _interrupted_message(config: str, run_dir: Path) -> str:
+    """What Ctrl-C left behind, naming only the checkpoint files that exist."""
+    folder = run_dir / "checkpoints"
+    meaning = {"last.ckpt": "the last finished epoch", "interrupted.ckpt": "the moment of interruption"}
+    names = [name for name in meaning if (folder / name).is_file()]
+    if not names:
+        return (f"interrupted before the first checkpoint; start again with "
+                f"`hardneg train {config} ... --out {run_dir} --force`")
+    listing = ", ".join(f"{name} = {meaning[name]}" for name in names)
+    return (f"interrupted: checkpoints in {folder} ({listing}); continue with "
+            f"`hardneg train {config} ... --resume --out {run_dir}` (resumes from the last finished epoch)")
+
+
+@app.command()
+def train(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None, resume: ResumeOpt = False,
+          force: ForceOpt = False, quiet: QuietOpt = False) -> None:
+    """Pre-train one encoder, evaluate it and write a run folder."""
+    cfg = _load(config, overrides)
+    _quiet_lightning()
+    from hardneg.pipeline.experiment import train_run
+    from hardneg.pipeline.run_folder import timing_lines
+
+    start = time.perf_counter()
+    try:
+        result = train_run(cfg, out, resume=resume, force=force, quiet=quiet)
+    except _USER_ERRORS as err:
+        raise _fail(err) from None
+    except (KeyboardInterrupt, SystemExit) as err:  # Lightning exits with 1 after Ctrl-C
+        if isinstance(err, KeyboardInterrupt) or err.code not in (0, None):
+            run_dir = out if out is not None else Path(cfg.out_dir) / cfg.name
+            _echo(_interrupted_message(config, Path(run_dir)))
+        raise
+    if result is None:  # a non-zero DDP rank
+        return
+    if not quiet:
+        _echo(f"run folder: {result.run_dir}")
+    typer.echo(" ".join(f"{k}={100 * v:.2f}" for k, v in result.eval.items()))
+    if not quiet:
+        _echo("\n".join(timing_lines(result.timing)))
+        _echo(f"wall time: {time.perf_counter() - start:.1f} s")
+
+
+@app.command()
+def evaluate(run: Annotated[Path, typer.Argument(help="run folder written by `hardneg train`")],
+             checkpoint: Annotated[Path | None, typer.Option(help="checkpoint (default: last.ckpt)")] = None,
+             figures: Annotated[bool, typer.Option("--figures/--no-figures", help="write figures")] = True,
+             senteval: Annotated[Path | None, typer.Option(
+                 help="sentence runs: a folder of SentEval tasks (MR, CR, SUBJ, ... layouts)")] = None,
+             ) -> None:
+    """Evaluate a saved run (linear / kNN / mean classifier / k-wise, or SentEval) from its checkpoint."""
+    _quiet_lightning()
+    from hardneg.pipeline.experiment import evaluate_run
+
+    try:
+        if senteval is not None and not senteval.is_dir():
+            raise ValueError(f"--senteval must be a folder of SentEval tasks, got '{senteval}'")
+        overrides = {"eval.senteval": str(senteval)} if senteval is not None else None
+        result = evaluate_run(run, checkpoint=checkpoint, figures_on=figures, overrides=overrides)
+    except _USER_ERRORS as err:
+        raise _fail(err) from None
+    typer.echo(" ".join(f"{k}={100 * v:.2f}" for k, v in result.eval.items()))
+
+
+def _print_group(result, label: str, wall: float, quiet: bool, paired: bool = False) -> None:  # type: ignore[no-untyped-def]
+    from hardneg.pipeline.compare import format_table, paired_table
+    from hardneg.pipeline.run_folder import timing_lines
+
+    seeds = max((len(v) for v in result.runs.values()), default=0)
+    typer.echo(format_table(result.table, label=label, seeds=seeds))
+    table = paired_table(result) if paired else ""
+    if table:
+        typer.echo(f"\npaired differences to {next(iter(result.runs))} (same seeds):\n{table}")
+    if not quiet:
+        _echo(f"\nresults: {result.root} (table.md, results.csv, figures/)")
+        _echo("time summed over runs:\n" + "\n".join(timing_lines(result.timing)))
+        _echo(f"wall time: {wall:.1f} s")
+
+
+@app.command()
+def compare(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None, resume: ResumeOpt = False,
+            force: ForceOpt = False, quiet: QuietOpt = False) -> None:
+    """Several negative strategies x seeds on the same data and budget -> table + figures."""
+    cfg = _load(config, overrides)
+    _quiet_lightning()
+    from hardneg.pipeline.compare import run_compare
+
+    start = time.perf_counter()
+    try:
+        result = run_compare(cfg, out, resume=resume, force=force, quiet=quiet, echo=_echo)
+    except _USER_ERRORS as err:
+        raise _fail(err) from None
+    _print_group(result, "strategy", time.perf_counter() - start, quiet, paired=True)
+
+
+@app.command()
+def sweep(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None, resume: ResumeOpt = False,
+          force: ForceOpt = False, quiet: QuietOpt = False) -> None:
+    """A grid over dotted keys (sweep.grid) x seeds -> table + accuracy curves."""
+    cfg = _load(config, overrides)
+    _quiet_lightning()
+    from hardneg.pipeline.sweep import run_sweep
+
+    start = time.perf_counter()
+    try:
+        result = run_sweep(cfg, out, resume=resume, force=force, quiet=quiet, echo=_echo)
+    except _USER_ERRORS as err:
+        raise _fail(err) from None
+    _print_group(result, "grid point", time.perf_counter() - start, quiet)
+
+
+@app.command()
+def reproduce(
+    budget: Annotated[
+        str, typer.Option("--budget", help="small (minutes on 2 CPU cores) or full (hours)")
+    ] = "small",
+    out: Annotated[Path, typer.Option("--out", help="output folder (finished runs are reused)")] = Path(
+        "runs/reproduce"
+    ),
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="run only this claim id (repeatable)")
+    ] = None,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Run the papers' claims as seeded comparisons -> claims.md, claims.csv, figures/claims.png."""
+    _quiet_lightning()
+    from hardneg.reproduce.run import run_reproduce
+
+    start = time.perf_counter()
+    try:
+        result = run_reproduce(budget=budget, out=out, only=only, force=force,
+                               echo=(lambda msg: None) if quiet else _echo)
+    except _USER_ERRORS as err:
+        raise _fail(err) from None
+    text = (result.root / "claims.md").read_text()
+    typer.echo(text.split("\n## ", 1)[0].rstrip())
+    if not quiet:
+        _echo(f"\nreport: {result.root / 'claims.md'} (claims.csv, figures/claims.png)")
+        _echo(f"wall time: {time.perf_counter() - start:.1f} s")
+
+
+@app.command("config")
+def show_config(config: ConfigArg, overrides: OverridesArg = None) -> None:
+    """Print the resolved config (defaults + file + overrides) as YAML."""
+    from hardneg.pipeline.config import dump_yaml
+
+    typer.echo(dump_yaml(_load(config, overrides)), nl=False)
+
+
+@app.command()
+def configs() -> None:
+    """List the packaged configs usable as CONFIG."""
+    from hardneg.pipeline.config import packaged_config_names
+
+    for name in packaged_config_names():
+        typer.echo(name)
+
+
+app.add_typer(theory_app, name="theory", help="Theory: bounds, optimal K, collision probabilities.")
+app.add_typer(graphs_app, name="graphs", help="Graphs: InfoGraph with hard, debiased and OT negatives.")
+app.add_typer(data_app, name="data",
+              help="Build data: a Wikipedia dump -> article-labelled sentences; SentEval task folders.")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

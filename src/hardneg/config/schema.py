@@ -1,0 +1,217 @@
+"""The experiment schema: pydantic models, one per config section.
+
+Every model forbids unknown keys and rejects NaN/Inf; numeric constraints, choices and types are
+declared on the fields and checked by pydantic. ``loss.negatives`` and ``loss.objective`` are
+*component sections* (``{name: hard, beta: 1.0}``) whose keys depend on the chosen ``name``: they
+are checked against the registries of :mod:`hardneg.pipeline.registry` (see
+:func:`hardneg.pipeline.config.validate`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+
+PositiveInt = Annotated[int, Field(ge=1)]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+__all__ = [
+    "CompareConfig",
+    "DataSection",
+    "EvalConfig",
+    "LossConfig",
+    "MocoConfig",
+    "ModelConfig",
+    "RunConfig",
+    "Section",
+    "SweepConfig",
+    "TrainConfig",
+]
+
+
+class Section(BaseModel):
+    """Base of every section: unknown keys are errors, NaN/Inf are rejected, assignment validated."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
+
+
+
+
+
+
+class DataSection(Section):
+    """Base of every modality's ``data`` section (:mod:`hardneg.modalities`): the data set's name.
+
+    Each modality declares its own subclass with the keys that apply to it; the pipeline validates
+    ``data`` with the section of the modality registered for ``data.dataset``.
+    """
+
+    dataset: str = Field("digits", description="data set name (see `hardneg configs` and hardneg.modalities)")
+
+
+class ModelConfig(Section):
+    """Backbone ``f`` and projection head ``g``."""
+
+    encoder: str = Field("small_cnn", description="backbone name (see hardneg.models.ENCODER_NAMES)")
+    projection_dim: int = Field(64, ge=1, description="output size of the projection head")
+    hidden_dim: int = Field(256, ge=1, description="hidden width of the projection head")
+    width: int | None = Field(None, ge=1, description="small_cnn: first conv channels; mlp: hidden width")
+    feature_dim: int | None = Field(None, ge=1, description="small_cnn / mlp: representation size")
+    stem_stride: int | None = Field(None, ge=1, description="small_cnn: first conv's stride (2 for 28x28)")
+    layers: int | None = Field(None, ge=1, description="gin: GIN layers (3; width = hidden size, 32)")
+    bidirectional: bool = Field(False, description="gru: bidirectional (both final states concatenated)")
+
+
+class AnnealConfig(Section):
+    """β annealing of Robinson et al. (ICLR 2021), App. D.1 (needs a distribution with ``beta``)."""
+
+    enabled: bool = Field(False, description="anneal beta over training")
+    changes: int = Field(4, ge=1, description="number of beta changes")
+    direction: Literal["down", "up"] = Field("down", description="annealing direction")
+
+
+class LossConfig(Section):
+    """The loss: component sections for the negative distribution and the objective, shared keys."""
+
+    negatives: dict[str, Any] = Field(
+        default_factory=lambda: {"name": "uniform"}, description="{name: <distribution>, <its parameters>}"
+    )
+    objective: dict[str, Any] = Field(
+        default_factory=lambda: {"name": "infonce"}, description="{name: <objective>, <its parameters>}"
+    )
+    temperature: float = Field(0.5, ge=1e-4, le=1e4, description="temperature t")
+    num_negatives: int | None = Field(None, ge=1, description="K sampled negatives per anchor (None = all)")
+    collision_free: bool = Field(False, description="drop same-label negatives (oracle; needs labels)")
+    normalize: bool = Field(True, description="L2-normalise embeddings before the scores")
+    gather_distributed: bool = Field(True, description="gather negatives across processes under DDP")
+    memory_budget: int = Field(4 << 30, ge=0, description="bytes of (A, N) matrices before the tiled engine")
+    anneal: AnnealConfig = Field(default_factory=AnnealConfig)
+
+
+class TrainConfig(Section):
+    """Optimisation and the Lightning Trainer."""
+
+    mode: Literal["simclr", "moco"] = Field(
+        "simclr", description="two views (simclr) or momentum encoder + queue"
+    )
+    epochs: int = Field(30, ge=1, le=10**7, description="training epochs")
+    batch_size: int = Field(256, ge=2, description="items per batch (per process)")
+    optimizer: Literal["adam", "sgd"] = Field("adam", description="optimizer")
+    lr: float = Field(1e-3, gt=0.0, description="learning rate")
+    weight_decay: float = Field(1e-6, ge=0.0, description="weight decay")
+    sgd_momentum: float = Field(0.9, ge=0.0, lt=1.0, description="momentum of SGD")
+    accelerator: Literal["cpu", "gpu", "auto"] = Field("cpu", description="Lightning accelerator")
+    devices: int = Field(1, ge=1, description="processes / GPUs")
+    strategy: Literal["auto", "ddp", "ddp_spawn"] = Field("auto", description="Lightning strategy")
+    precision: Literal["32-true", "16-mixed", "bf16-mixed"] = Field(
+        "32-true", description="Lightning precision"
+    )
+    deterministic: bool = Field(True, description="deterministic algorithms")
+    drop_last: bool = Field(True, description="drop the last incomplete batch")
+    log_every_n_steps: int = Field(5, ge=1, description="logging interval in steps")
+    threads: int | None = Field(None, ge=1, description="torch intra-op threads (None = torch default)")
+    grad_cache_chunk: int | None = Field(None, ge=1, description="embed in chunks of this size (GradCache)")
+    gradient_clip_norm: float | None = Field(None, gt=0.0, description="clip the gradient's L2 norm (QT: 5)")
+    progress: bool = Field(True, description="show a progress bar")
+
+
+class MocoConfig(Section):
+    """MoCo-v2 (Robinson et al., ICLR 2021, App. C.1): momentum encoder and a queue of negatives."""
+
+    queue_size: int = Field(4096, ge=1, description="negatives kept in the queue")
+    momentum: float = Field(0.99, ge=0.0, lt=1.0, description="momentum m of the key encoder")
+
+
+class EvalConfig(Section):
+    """Evaluation of the frozen backbone."""
+
+    linear: bool = Field(True, description="linear readout")
+    linear_C: float = Field(1.0, gt=0.0, description="inverse L2 strength of the linear readout")
+    knn: bool = Field(True, description="weighted kNN (top-1 / top-5)")
+    knn_k: int = Field(200, ge=1, description="neighbours of the weighted kNN")
+    knn_temperature: float = Field(0.1, gt=0.0, description="temperature of the kNN weights")
+    mean_classifier: bool = Field(True, description="mean classifier (Arora et al.)")
+    kwise: list[PositiveInt] = Field(
+        default_factory=lambda: [1], description="k of the average (k+1)-way accuracy"
+    )
+    kwise_tasks: int = Field(500, ge=1, description="sampled tasks per k")
+    mean_shots: list[PositiveInt] = Field(
+        default_factory=list, description="mean classifier from k samples per class (Arora et al.'s mu-5)"
+    )
+    latent_table: bool = Field(
+        False, description="Arora et al.'s Table 1: Tr / mu / mu-5 on avg-2, avg-10, top-1, top-10"
+    )
+    senteval: str | None = Field(None, description="sentences: SentEval folder (None: from packages)")
+    senteval_tasks: list[str] | None = Field(
+        None, description="sentences: SentEval tasks (None: all in the folder; MR, CR, SUBJ, TREC prepared)"
+    )
+    senteval_folds: int = Field(10, ge=2, description="sentences: outer and inner CV folds (SentEval: 10)")
+    every_n_epochs: int = Field(0, ge=0, description="online kNN accuracy every n epochs (0 = off)")
+    svm: bool = Field(True, description="graphs: SVM readout, C by inner CV")
+    logistic: bool = Field(True, description="graphs: logistic-regression readout, C by inner CV")
+    cv_folds: int = Field(10, ge=2, description="graphs: outer stratified cross-validation folds")
+    figures: bool = Field(True, description="write figures")
+    batch_size: int = Field(512, ge=1, description="feature-extraction batch size")
+
+
+class Strategy(Section):
+    """One entry of ``compare.strategies``."""
+
+    name: str
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class CompareConfig(Section):
+    """``hardneg compare``: several strategies on the same data, seeds and budget."""
+
+    strategies: list[Strategy] = Field(
+        default_factory=lambda: [
+            Strategy(name="simclr", overrides={}),
+            Strategy(name="debiased", overrides={"loss.objective": {"name": "debiased", "tau_plus": 0.1}}),
+            Strategy(
+                name="hard",
+                overrides={
+                    "loss.negatives": {"name": "hard", "beta": 1.0},
+                    "loss.objective": {"name": "debiased", "tau_plus": 0.1},
+                },
+            ),
+        ]
+    )
+    seeds: list[int] = Field(
+        default_factory=lambda: [0, 1, 2], min_length=1, description="seeds of every strategy"
+    )
+    workers: int = Field(1, ge=1, description="runs trained in parallel processes")
+
+
+class SweepConfig(Section):
+    """``hardneg sweep``: a grid over dotted keys."""
+
+    grid: dict[str, list[Any]] = Field(default_factory=lambda: {"loss.temperature": [0.2, 0.5]})
+    seeds: list[int] = Field(
+        default_factory=lambda: [0], min_length=1, description="seeds of every grid point"
+    )
+    workers: int = Field(1, ge=1, description="runs trained in parallel processes")
+
+
+class RunConfig(Section):
+    """A whole experiment."""
+
+    name: str = Field("run", description="run name (folder under out_dir)")
+    seed: int = Field(
+        0, ge=0, le=2**32 - 1, description="seed of initialisation, data order and augmentations"
+    )
+    out_dir: str = Field("runs", description="parent folder of run folders")
+    imports: list[str] = Field(
+        default_factory=list, description="modules imported first (user registrations)"
+    )
+    data: SerializeAsAny[DataSection] = Field(
+        default_factory=DataSection, description="the modality's data section (see hardneg.modalities)"
+    )
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    loss: LossConfig = Field(default_factory=LossConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    moco: MocoConfig = Field(default_factory=MocoConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    compare: CompareConfig = Field(default_factory=CompareConfig)
+    sweep: SweepConfig = Field(default_factory=SweepConfig)

@@ -1,0 +1,155 @@
+"""The latent-class simulator as training data (``data.dataset: latent``).
+
+Arora et al.'s data model (seed ``003`` §2, :class:`~hardneg.data.latent.LatentClassSimulator`):
+a class c ∼ ρ, and a similar pair (x, x⁺) is two independent draws of 𝒟_c (eq. 1). The
+training split is the first ``train_size`` items of the simulator's ``Dataset`` API — item i is
+``(x_i, x⁺_i, c_i)``, deterministic given ``(seed, i)`` — materialised once, so every epoch and
+every ``--resume`` sees the same pairs.
+
+A training batch holds B pairs; the two views of a pair are the pair itself (augmentation is the
+identity on vectors). The negatives of an anchor are the other views of the batch (2B − 2, or K
+of them with ``loss.num_negatives``): their classes are i.i.d. draws of ρ (each drawn class
+appears twice, once per view), so a negative shares the anchor's class with probability
+Σ_c ρ_c² — collisions happen exactly as the theory assumes, and ``loss.collision_free`` (the
+oracle) removes them using the latent labels.
+
+Evaluation: the classifiers (linear, kNN, mean classifier, k-wise) are fitted on the first views
+x_i with their classes c_i and scored on a separate labelled draw of ``test_size`` samples
+(:meth:`~hardneg.data.latent.LatentClassSimulator.sample_labelled` from the generator
+``numpy.random.default_rng([seed, 3])``, a stream the simulator does not use itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.data import Dataset
+
+from hardneg.data.images import LabeledImages
+from hardneg.data.latent import LatentClassSimulator
+
+__all__ = ["BatchedPairs", "LabeledVectors", "Split", "load_latent_splits", "split_inputs"]
+
+# stream of numpy.random.default_rng([seed, _TEST_STREAM]) for the labelled test draw; the
+# simulator itself uses default_rng(seed), [seed, 1] (means/topics) and [seed, 2, i] (item i)
+_TEST_STREAM = 3
+
+
+@dataclass(frozen=True)
+class LabeledVectors:
+    """Vectors, integer labels and class names of one split; the vector twin of ``LabeledImages``.
+
+    Attributes:
+        inputs: ``(N, D)`` float32.
+        labels: ``(N,)`` int64.
+        classes: class names; ``classes[labels[i]]`` names sample ``i``.
+        positives: ``(N, D)`` float32, a true positive of each input (another sample of the
+            same class), or ``None`` (a test split).
+    """
+
+    inputs: Tensor
+    labels: Tensor
+    classes: tuple[str, ...]
+    positives: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.inputs.ndim != 2:
+            raise ValueError(f"inputs must have shape (N, D), got shape {tuple(self.inputs.shape)}")
+        n = self.inputs.shape[0]
+        if self.labels.shape != (n,):
+            raise ValueError(f"labels must have shape (N,) = ({n},), got {tuple(self.labels.shape)}")
+        if self.positives is not None and self.positives.shape != self.inputs.shape:
+            raise ValueError(f"positives must have the shape of inputs {tuple(self.inputs.shape)}, "
+                             f"got {tuple(self.positives.shape)}")
+
+    def __len__(self) -> int:
+        return int(self.inputs.shape[0])
+
+    def head(self, n: int | None) -> LabeledVectors:
+        """The first ``n`` samples (all when ``n`` is ``None`` or not smaller)."""
+        if n is None or n >= len(self):
+            return self
+        pos = None if self.positives is None else self.positives[:n]
+        return LabeledVectors(self.inputs[:n], self.labels[:n], self.classes, pos)
+
+
+Split = LabeledImages | LabeledVectors
+"""One split of the training pipeline's data: images, or vectors."""
+
+
+def split_inputs(split: Split) -> Tensor:
+    """The inputs of a split: images ``(N, C, H, W)`` or vectors ``(N, D)``."""
+    return split.inputs if isinstance(split, LabeledVectors) else split.images
+
+
+class BatchedPairs(Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]):
+    """Index with a list of indices → ``(inputs, positives, labels, indices)``.
+
+    The batch layout of :class:`~hardneg.data.batches.BatchedImages`, for data whose positive
+    pairs are given (the latent-class simulator's true pairs).
+
+    Shapes: inputs, positives ``(B, D)`` float32; labels, indices ``(B,)`` int64.
+    """
+
+    def __init__(self, data: LabeledVectors) -> None:
+        if data.positives is None:
+            raise ValueError("BatchedPairs needs data with positives (a training split), got positives=None")
+        self.inputs = data.inputs
+        self.positives = data.positives
+        self.labels = data.labels.long()
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def __getitem__(self, indices: list[int]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        idx = torch.as_tensor(indices, dtype=torch.long).reshape(-1)
+        return self.inputs[idx], self.positives[idx], self.labels[idx], idx
+
+
+def load_latent_splits(
+    *,
+    num_classes: int,
+    class_probs: Sequence[float] | None = None,
+    kind: str = "gaussian",
+    input_dim: int = 32,
+    mean_scale: float = 1.0,
+    noise_std: float = 1.0,
+    vocab_size: int = 2000,
+    topic_words: int = 20,
+    doc_length: int = 40,
+    background: float = 0.2,
+    train_size: int = 4096,
+    test_size: int = 1024,
+    seed: int = 0,
+) -> tuple[LabeledVectors, LabeledVectors]:
+    """``(train, test)`` from one :class:`~hardneg.data.latent.LatentClassSimulator`.
+
+    ``train``: items ``0 .. train_size − 1`` of the simulator's ``Dataset`` API, i.e. pairs
+    ``(x, x⁺)`` of one class c ∼ ρ (``inputs``, ``positives``, ``labels`` = c). ``test``:
+    ``test_size`` labelled samples x ∼ 𝒟_c, c ∼ ρ, independent of the training pairs. The
+    simulator's arguments are passed through (see its docstring); ``input_dim`` is the
+    dimension of ``gaussian`` data, ``vocab_size`` that of ``topics`` data.
+
+    Example:
+        >>> train, test = load_latent_splits(num_classes=3, input_dim=4, train_size=6, test_size=5)
+        >>> tuple(train.inputs.shape), tuple(train.positives.shape), tuple(test.inputs.shape)
+        ((6, 4), (6, 4), (5, 4))
+    """
+    sim = LatentClassSimulator(
+        num_classes=num_classes, input_dim=input_dim, kind=kind,
+        class_probs=None if class_probs is None else list(class_probs), mean_scale=mean_scale,
+        noise_std=noise_std, vocab_size=vocab_size, topic_words=topic_words, doc_length=doc_length,
+        background=background, length=train_size, seed=seed,
+    )
+    items = [sim[i] for i in range(len(sim))]
+    x = torch.stack([item[0] for item in items])
+    x_pos = torch.stack([item[1] for item in items])
+    y = torch.tensor([item[2] for item in items], dtype=torch.long)
+    x_test, y_test = sim.sample_labelled(test_size, rng=np.random.default_rng([seed, _TEST_STREAM]))
+    classes = tuple(str(c) for c in range(num_classes))
+    return (LabeledVectors(x, y, classes, x_pos),
+            LabeledVectors(x_test.float(), y_test.long(), classes))

@@ -1,0 +1,50 @@
+"""Modalities: the plug-ins through which each kind of data enters the training pipeline.
+
+:mod:`hardneg.modalities.base` is the seam (the :class:`Modality` base class and the registry; it
+imports no plug-in). Importing this package registers the built-in plug-ins — each a module that
+imports the seam, the loss core, :mod:`hardneg.data` and :mod:`hardneg.models`, never another
+modality or the pipeline:
+
+================  ==========================================================  ===================
+module            ``data.dataset``                                            paper
+================  ==========================================================  ===================
+``images``        digits, fashion_mnist, mnist, cifar10/100, stl10, ...       Robinson et al. §5.1
+``latent``        latent                                                      Arora et al. §2
+``graphs``        graphs, tu, molecules                                       Robinson et al. §5.2
+``articles``      articles                                                    Ash et al. §4
+``sentences``     sentences                                                   Robinson et al. §5.3
+================  ==========================================================  ===================
+"""
+
+from hardneg.modalities.articles import Articles
+from hardneg.modalities.base import (
+    DataSection,
+    EvalResult,
+    IdentityViews,
+    ImageViews,
+    Modality,
+    ViewMaker,
+    dataset_names,
+    get_modality,
+    register_modality,
+)
+from hardneg.modalities.graphs import Graphs
+from hardneg.modalities.images import Images
+from hardneg.modalities.latent import Latent
+from hardneg.modalities.sentences import Sentences
+
+__all__ = [
+    "DataSection",
+    "EvalResult",
+    "IdentityViews",
+    "ImageViews",
+    "Modality",
+    "ViewMaker",
+    "dataset_names",
+    "get_modality",
+    "register_modality",
+]
+
+for _plugin in (Images(), Latent(), Graphs(), Articles(), Sentences()):
+    if not set(_plugin.datasets) & set(dataset_names()):  # a user's registration wins
+        register_modality(_plugin)

@@ -1,0 +1,199 @@
+"""The modality seam: how one kind of data enters the training pipeline.
+
+The Lightning module (:class:`~hardneg.pipeline.module.ContrastiveModule`) is built from three
+parts chosen by name: a **modality** (a :class:`Modality` registered for each ``data.dataset`` it
+serves), an **encoder** (``model.encoder``) and a :class:`~hardneg.ContrastiveLoss` (``loss.*``).
+The engine never looks at the data: a batch is ``(x, x2, labels, indices)``; the modality's
+:meth:`Modality.views` turns ``(x, x2)`` into two view batches with the step generator and the
+encoder maps each view to ``(h, z)`` — or, for a modality whose training signal is not "two views
+of each item", its own :meth:`Modality.step` takes the batch to a
+:class:`~hardneg.reduction.LossOutput`.
+
+A modality is a subclass of :class:`Modality` that owns
+
+- its **data section** (``section``: a pydantic model of ``data``; a key it does not declare is an
+  error naming the keys that apply) and its config checks (:meth:`Modality.check`, run once, when
+  the config is validated, before anything is written);
+- its **data**: :meth:`Modality.load` → ``(train, test)`` (``labels`` per item, ``< 0`` =
+  unlabelled) and :meth:`Modality.dataset`, a map-style dataset indexed by a *list* of indices;
+- its **encoder** (:meth:`Modality.build_encoder`; ``encoders`` lists the names it accepts);
+- optionally its **step**, its **evaluation** protocol (:meth:`Modality.evaluate`, instead of the
+  engine's linear / kNN / mean-classifier readouts of ``encoder(x)[0]``) and what a run folder
+  must keep (:meth:`Modality.save`, e.g. a vocabulary).
+
+This module imports no modality. The built-in ones (:mod:`hardneg.modalities.images`,
+``latent``, ``graphs``, ``articles``, ``sentences``) are registered by the package
+:mod:`hardneg.modalities`; a user's data registers its own with :func:`register_modality`
+(``imports: [my_package.my_modality]`` in a config makes the CLI import it first)::
+
+    >>>     >>> class Toy(Modality):
+    ...     name = "toy"
+    ...     datasets = ("toy",)
+    ...     encoders = ("mlp",)
+    ...     class section(DataSection):
+    ...         size: int = Field(64, ge=2, description="items")
+    >>> sorted(Toy.section.model_fields)
+    ['dataset', 'size']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import torch
+from torch import Tensor, nn
+
+from hardneg.config.schema import DataSection
+
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
+
+    from hardneg.config.schema import RunConfig
+    from hardneg.loss import ContrastiveLoss
+    from hardneg.reduction import LossOutput
+
+__all__ = [
+    "DataSection",
+    "EvalResult",
+    "IdentityViews",
+    "ImageViews",
+    "Modality",
+    "ViewMaker",
+    "dataset_names",
+    "get_modality",
+    "register_modality",
+]
+
+
+@dataclass
+class EvalResult:
+    """Metrics (name → float), the features they were computed from, and seconds taken."""
+
+    metrics: dict[str, float]
+    train_features: Tensor
+    test_features: Tensor
+    seconds: float
+
+
+class ViewMaker(Protocol):
+    """``views(x, x2, generator=g) -> (v1, v2)``: the two views of a batch (step-seeded)."""
+
+    def __call__(self, x: Tensor, x2: Tensor, *, generator: torch.Generator) -> tuple[Tensor, Tensor]: ...
+
+
+class IdentityViews:
+    """The inputs are already the two views (true-positive pairs, the latent-class simulator)."""
+
+    def __call__(self, x: Tensor, x2: Tensor, *, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        return x, x2
+
+
+class ImageViews(nn.Module):
+    """A batched image augmentation applied to both inputs with the step generator."""
+
+    def __init__(self, augment: nn.Module) -> None:
+        super().__init__()
+        self.augment = augment
+
+    def forward(self, x: Tensor, x2: Tensor, *, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        return self.augment(x, generator=generator), self.augment(x2, generator=generator)
+
+
+class Modality:
+    """How one kind of data enters the pipeline (see the module docstring); subclass it.
+
+    Class attributes: ``name`` (shown in messages and summaries), ``datasets`` (the
+    ``data.dataset`` names it serves), ``encoders`` (the ``model.encoder`` names it accepts) and
+    ``section`` (its pydantic ``data`` section, a :class:`DataSection`).
+    """
+
+    name: ClassVar[str] = ""
+    datasets: ClassVar[tuple[str, ...]] = ()
+    encoders: ClassVar[tuple[str, ...]] = ()
+    section: ClassVar[type[DataSection]] = DataSection
+
+    # -- config time -------------------------------------------------------------------------
+    def check(self, cfg: RunConfig) -> None:
+        """Checks of the whole config that the section's schema cannot express (raise ``ConfigError``)."""
+
+    # -- data ----------------------------------------------------------------------------------
+    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+        """``(train, test)`` splits (anything the dataset and the evaluation understand)."""
+        raise NotImplementedError(f"{type(self).__name__}.load")
+
+    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+        """A map-style dataset: a list of indices → ``(x, x2, labels, indices)``."""
+        raise NotImplementedError(f"{type(self).__name__}.dataset")
+
+    def save(self, train: Any, run_dir: Path) -> None:
+        """Write what a run folder must keep to be understood later (default: nothing)."""
+
+    # -- model and step --------------------------------------------------------------------------
+    def views(self, cfg: RunConfig, train: Any) -> ViewMaker:
+        """The view maker of the engine's two-view step (default: the inputs are the views)."""
+        return IdentityViews()
+
+    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+        """The model: ``model.encoder`` with its projection head, sized for ``train``'s inputs."""
+        raise NotImplementedError(f"{type(self).__name__}.build_encoder")
+
+    @property
+    def has_step(self) -> bool:
+        """Whether the modality trains with its own :meth:`step` instead of two views."""
+        return type(self).step is not Modality.step
+
+    def step(
+        self,
+        encoder: nn.Module,
+        loss: ContrastiveLoss,
+        x: Any,
+        *,
+        labels: Tensor | None,
+        generator: torch.Generator,
+    ) -> LossOutput:
+        """One batch to the loss, for modalities whose signal is not two views (see :attr:`has_step`)."""
+        raise NotImplementedError(f"{type(self).__name__}.step")
+
+    # -- evaluation --------------------------------------------------------------------------------
+    @property
+    def has_evaluate(self) -> bool:
+        """Whether the modality has its own evaluation protocol."""
+        return type(self).evaluate is not Modality.evaluate
+
+    def evaluate(self, encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
+        """The modality's own evaluation (default: the engine's readouts; see :attr:`has_evaluate`)."""
+        raise NotImplementedError(f"{type(self).__name__}.evaluate")
+
+
+_REGISTRY: dict[str, Modality] = {}
+
+
+def register_modality(modality: Modality) -> Modality:
+    """Make ``data.dataset: <name>`` load through ``modality`` for each name of ``modality.datasets``.
+
+    A later registration of a name replaces the earlier one (a user's modality may shadow a
+    built-in). Returns ``modality``.
+    """
+    if not isinstance(modality, Modality):
+        raise TypeError(f"modality must be a Modality instance, got {type(modality).__name__}")
+    if not modality.datasets:
+        raise ValueError(f"modality {type(modality).__name__} serves no data set (empty 'datasets')")
+    if not issubclass(modality.section, DataSection):
+        raise TypeError(f"{type(modality).__name__}.section must subclass DataSection")
+    for name in modality.datasets:
+        _REGISTRY[name] = modality
+    return modality
+
+
+def get_modality(name: str) -> Modality:
+    """The modality of ``data.dataset``; raises ``ValueError`` naming the registered data sets."""
+    if name not in _REGISTRY:
+        raise ValueError(f"data.dataset must be one of {sorted(_REGISTRY)}, got {name!r}")
+    return _REGISTRY[name]
+
+
+def dataset_names() -> tuple[str, ...]:
+    """The registered ``data.dataset`` names (the one list of data sets)."""
+    return tuple(sorted(_REGISTRY))

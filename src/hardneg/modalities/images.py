@@ -1,0 +1,110 @@
+"""Images in the training pipeline: SimCLR's two augmented views of each image.
+
+``data.dataset`` names one of :data:`~hardneg.data.splits.IMAGE_DATASETS` (scikit-learn's digits,
+Fashion-MNIST / MNIST IDX files, CIFAR pickles, STL-10 binaries, image folders, random noise);
+the views are the batched augmentations of :mod:`hardneg.data.augment` drawn with the step
+generator (Chen et al., ICML 2020; Robinson et al., ICLR 2021, §5.1), or with
+``data.oracle_positive`` the second view comes from another image of the same class. The encoder
+is a backbone of :mod:`hardneg.models` with a projection head; the evaluation is the engine's
+linear / kNN / mean-classifier readouts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from hardneg.config.errors import ConfigError
+from hardneg.data.splits import IMAGE_DATASETS
+from hardneg.modalities.base import DataSection, IdentityViews, ImageViews, Modality, ViewMaker
+from hardneg.models.configured import configured_encoder
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.utils.data import Dataset
+
+    from hardneg.config.schema import RunConfig
+
+__all__ = ["ImageData", "Images"]
+
+PositiveInt = Field(ge=1)
+
+
+class ImageData(DataSection):
+    """``data`` of the image data sets."""
+
+    root: str | None = Field(None, description="folder holding an on-disk dataset")
+    test_fraction: float = Field(0.25, gt=0.0, lt=1.0, description="digits: held-out fraction")
+    split_seed: int = Field(0, ge=0, le=2**32 - 1, description="digits: seed of the stratified split")
+    train_subset: int | None = Field(None, ge=2, description="use only the first N training items")
+    test_subset: int | None = Field(None, ge=2, description="use only the first N test items")
+    oracle_positive: bool = Field(False, description="second view = another item of the same class")
+    augment: Literal["auto", "digits", "simclr", "none"] = Field("auto", description="view augmentation")
+    image_size: int | None = Field(None, ge=1, description="output side of the augmentation")
+    random_size: int = Field(512, ge=2, description="dataset=random: number of images")
+    random_shape: list[int] = Field(
+        default_factory=lambda: [3, 32, 32], min_length=3, max_length=3, description="dataset=random: (C, H, W)"
+    )
+
+
+class Images(Modality):
+    """SimCLR / MoCo on images (see the module docstring)."""
+
+    name = "images"
+    datasets = IMAGE_DATASETS
+    encoders = ("small_cnn", "resnet18_cifar", "resnet50_cifar")
+    section = ImageData
+
+    def check(self, cfg: RunConfig) -> None:
+        d: Any = cfg.data
+        if any(v < 1 for v in d.random_shape):
+            raise ConfigError(
+                f"invalid value for 'data.random_shape': three sizes >= 1 (C, H, W), got {d.random_shape!r}"
+            )
+        if cfg.loss.collision_free and d.dataset == "random":
+            raise ConfigError(
+                "invalid value for 'loss.collision_free': needs labelled data, got dataset 'random'"
+            )
+
+    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+        from hardneg.data.splits import load_image_splits
+
+        d: Any = cfg.data
+        if d.root is None and d.dataset not in ("digits", "fashion_mnist", "random"):
+            raise ConfigError(
+                f"invalid value for 'data.root': data.dataset={d.dataset!r} reads its files from "
+                "data.root (nothing is downloaded), got None"
+            )
+        return load_image_splits(
+            dataset=d.dataset,
+            root=d.root,
+            test_fraction=d.test_fraction,
+            split_seed=d.split_seed,
+            train_subset=d.train_subset,
+            test_subset=d.test_subset,
+            random_size=d.random_size,
+            random_shape=d.random_shape,
+        )
+
+    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+        from hardneg.data.batches import BatchedImages
+
+        return BatchedImages(train, oracle_positive=cfg.data.oracle_positive, seed=cfg.seed)  # type: ignore[attr-defined]
+
+    def views(self, cfg: RunConfig, train: Any) -> ViewMaker:
+        from hardneg.data.augment import SimCLRAugment, digits_augment
+
+        d: Any = cfg.data
+        _, c, h, w = train.images.shape
+        kind = d.augment
+        if kind == "auto":
+            kind = "digits" if (c, h, w) == (1, 8, 8) else "simclr"
+        if kind == "none":
+            return IdentityViews()
+        if kind == "digits":
+            return ImageViews(digits_augment())
+        return ImageViews(SimCLRAugment(image_size=d.image_size or h))
+
+    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+        return configured_encoder(cfg.model, in_channels=int(train.images.shape[1]))

@@ -1,0 +1,131 @@
+"""The Lightning ``Trainer`` of hardneg, built from plain arguments.
+
+Checkpoints go to ``<run>/checkpoints``: ``last.ckpt`` and ``epochNNN.ckpt`` after every epoch
+(what ``--resume`` continues from) and ``interrupted.ckpt`` when training stops on an exception
+or Ctrl-C (Lightning's ``OnExceptionCheckpoint``; a SIGKILL leaves the last epoch checkpoint).
+Every save is atomic in the checkpoint folder itself (:mod:`hardneg.pipeline.checkpoints`). Logs go
+to ``<run>/logs`` (CSV, kept across ``--resume``, and TensorBoard when installed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import lightning as L
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint, OnExceptionCheckpoint
+
+__all__ = ["build_trainer", "show_progress"]
+
+
+def show_progress(requested: bool = True) -> bool:
+    """Progress bars only when asked, on a terminal, and not under CI."""
+    return bool(requested) and sys.stderr.isatty() and not os.environ.get("CI")
+
+
+class _ExceptionCheckpoint(OnExceptionCheckpoint):
+    """``OnExceptionCheckpoint`` whose own failure (a full disk) does not hide the original error."""
+
+    def on_exception(self, trainer: L.Trainer, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().on_exception(trainer, *args, **kwargs)
+        except OSError as err:
+            print(f"notice: could not save {self.ckpt_path}: {err.strerror or err}", file=sys.stderr)
+
+
+def _strategy(name: str, accelerator: str) -> Any:
+    if name == "auto":
+        return "auto"
+    from lightning.pytorch.strategies import DDPStrategy
+
+    backend = "gloo" if accelerator == "cpu" else "nccl"
+    start_method: Literal["spawn", "popen"] = "spawn" if name == "ddp_spawn" else "popen"
+    return DDPStrategy(process_group_backend=backend, start_method=start_method)
+
+
+def build_trainer(
+    *,
+    run_dir: str | Path,
+    epochs: int,
+    callbacks: list[Callback] | None = None,
+    accelerator: str = "cpu",
+    devices: int = 1,
+    strategy: str = "auto",
+    precision: str = "32-true",
+    deterministic: bool = True,
+    log_every_n_steps: int = 5,
+    progress: bool = True,
+    tensorboard: bool = True,
+    resume_epoch: int | None = None,
+    gradient_clip_norm: float | None = None,
+) -> L.Trainer:
+    """A ``Trainer`` that checkpoints every epoch and on interruption, logging CSV + TensorBoard.
+
+    Args:
+        run_dir: the run folder.
+        epochs: ``max_epochs``.
+        callbacks: extra callbacks (β annealing, timers, online evaluation).
+        accelerator, devices, strategy, precision: as in Lightning; ``strategy="ddp"`` uses
+            gloo on CPU and NCCL on GPU.
+        deterministic: ``torch.use_deterministic_algorithms`` (bitwise-reproducible on CPU).
+        progress: show a progress bar (see :func:`show_progress`).
+        tensorboard: also log to TensorBoard (skipped with a notice if not installed).
+        resume_epoch: the epoch of the checkpoint a resumed run starts from: the CSV log keeps
+            its rows up to that epoch instead of starting a new file.
+        gradient_clip_norm: clip the gradient's global L2 norm to this value before each
+            optimiser step (``None``: no clipping).
+    """
+    from lightning.pytorch.loggers import Logger
+
+    from hardneg.pipeline.checkpoints import AtomicCheckpointIO
+    from hardneg.pipeline.csv_log import ResumableCSVLogger
+
+    run = Path(run_dir)
+    ckpt_dir = run / "checkpoints"
+    loggers: list[Logger] = [ResumableCSVLogger(save_dir=str(run), name="logs", version="csv",
+                                                keep_until_epoch=resume_epoch)]
+    if tensorboard:
+        try:
+            from lightning.pytorch.loggers import TensorBoardLogger
+
+            loggers.append(TensorBoardLogger(save_dir=str(run), name="logs", version="tensorboard",
+                                             default_hp_metric=False))
+        except ModuleNotFoundError:  # pragma: no cover - tensorboard is a toolkit dependency
+            print("notice: tensorboard is not installed; logging CSV only", file=sys.stderr)
+    all_callbacks: list[Callback] = [
+        ModelCheckpoint(dirpath=str(ckpt_dir), filename="epoch{epoch:03d}", auto_insert_metric_name=False,
+                        every_n_epochs=1, save_top_k=1, save_last=True, save_on_train_epoch_end=True),
+        _ExceptionCheckpoint(dirpath=str(ckpt_dir), filename="interrupted"),
+        *(callbacks or []),
+    ]
+    bar = show_progress(progress)
+    if bar:
+        try:
+            from lightning.pytorch.callbacks import RichProgressBar
+
+            all_callbacks.append(RichProgressBar(leave=False))
+        except (ImportError, ModuleNotFoundError):  # pragma: no cover - rich is a toolkit dependency
+            pass
+    return L.Trainer(
+        default_root_dir=str(run),
+        max_epochs=epochs,
+        accelerator=accelerator,
+        devices=devices,
+        strategy=_strategy(strategy, accelerator),
+        precision=precision,  # type: ignore[arg-type]
+        deterministic=deterministic,
+        logger=loggers,
+        callbacks=all_callbacks,
+        plugins=[AtomicCheckpointIO()],
+        log_every_n_steps=log_every_n_steps,
+        enable_progress_bar=bar,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        use_distributed_sampler=False,
+        benchmark=False,
+        gradient_clip_val=gradient_clip_norm,
+        gradient_clip_algorithm="norm" if gradient_clip_norm is not None else None,
+    )

@@ -1,0 +1,338 @@
+"""Orchestration: train a config into a run folder, or re-evaluate a saved run.
+
+The objects come from :mod:`hardneg.pipeline.build`, the files are written by
+:mod:`hardneg.pipeline.run_folder`; this module runs the Lightning fit and the evaluation between
+them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+
+from hardneg._io import atomic_write_text
+from hardneg.data.images import LabeledImages
+from hardneg.pipeline import figures
+from hardneg.pipeline.build import build_module
+from hardneg.pipeline.callbacks import OnlineKNN, PhaseTimer
+from hardneg.pipeline.checkpoints import (
+    CheckpointError,
+    newest_intact_checkpoint,
+    read_checkpoint,
+    remove_partial_checkpoints,
+)
+from hardneg.pipeline.config import RunConfig, dump_yaml, load_config
+from hardneg.pipeline.data import ContrastiveDataModule
+from hardneg.pipeline.engine import build_trainer
+from hardneg.pipeline.evaluation import EvalResult, evaluate_encoder
+from hardneg.data.vectors import Split, split_inputs
+from hardneg.modalities.base import get_modality
+from hardneg.pipeline.module import ContrastiveModule
+from hardneg.pipeline.run_folder import (
+    RunExists,
+    RunResult,
+    prepare_run_dir,
+    run_dir_for,
+    timing_lines,
+    write_features,
+    write_outputs,
+)
+
+__all__ = [
+    "RunExists",
+    "RunResult",
+    "evaluate_run",
+    "load_data",
+    "thread_limits",
+    "timing_lines",
+    "train_run",
+    "write_features",
+]
+
+
+def _is_child_process() -> bool:
+    """A DDP worker re-launched by Lightning (it must not touch the run folder's setup)."""
+    return int(os.environ.get("LOCAL_RANK", "0")) > 0
+
+
+def load_data(cfg: RunConfig) -> tuple[Split, Split]:
+    """``(train, test)`` of ``data.dataset`` through its modality."""
+    return get_modality(cfg.data.dataset).load(cfg)
+
+
+@contextlib.contextmanager
+def thread_limits(threads: int | None) -> Iterator[None]:
+    """Limit torch intra-op threads and BLAS/OpenMP pools (scikit-learn) to ``threads``.
+
+    Small ops on few shared cores are much faster single-threaded: on a 2-core machine with
+    other load, a 2-thread L-BFGS readout of digits took 4 s instead of 0.02 s.
+    """
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def train_run(
+    cfg: RunConfig,
+    run_dir: str | Path | None = None,
+    *,
+    resume: bool = False,
+    force: bool = False,
+    quiet: bool = False,
+) -> RunResult | None:
+    """Train, evaluate and write a run folder; returns ``None`` on non-zero DDP ranks.
+
+    With ``resume=True`` the run continues from ``checkpoints/last.ckpt`` (the last finished
+    epoch) and ends with the same metrics as an uninterrupted run of the same config on CPU.
+    """
+    run = run_dir_for(cfg, run_dir)
+    if not _is_child_process():
+        cfg = prepare_run_dir(cfg, run, resume=resume, force=force)
+        atomic_write_text(run / "config.yaml", dump_yaml(cfg))
+    with thread_limits(cfg.train.threads):
+        return _train_run(cfg, run, resume=resume, quiet=quiet)
+
+
+def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunResult | None:
+    t_start = time.perf_counter()
+    child = _is_child_process()
+    if not child:
+        remove_partial_checkpoints(run / "checkpoints")
+    found = None
+    if resume:
+        found = newest_intact_checkpoint(run / "checkpoints", report=_silent if child else None)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    t0 = time.perf_counter()
+    train, test = load_data(cfg)
+    t_data = time.perf_counter() - t0
+    modality = get_modality(cfg.data.dataset)
+    if modality.save is not None and not child:
+        modality.save(train, run)
+    module, callbacks = build_module(cfg, train)
+    timer = PhaseTimer()
+    callbacks.append(timer)
+    online: OnlineKNN | None = None
+    if cfg.eval.every_n_epochs > 0:
+        online = OnlineKNN(
+            train_images=split_inputs(train)[train.labels >= 0],
+            train_labels=train.labels[train.labels >= 0],
+            test_images=split_inputs(test),
+            test_labels=test.labels,
+            every_n_epochs=cfg.eval.every_n_epochs,
+            k=cfg.eval.knn_k,
+            temperature=cfg.eval.knn_temperature,
+            batch_size=cfg.eval.batch_size,
+        )
+        callbacks.append(online)
+    t = cfg.train
+    dataset = modality.dataset(train, cfg)
+    datamodule = ContrastiveDataModule(
+        dataset=dataset,
+        batch_size=t.batch_size,
+        seed=cfg.seed,
+        # a last batch of one item has no negatives: always dropped
+        drop_last=t.drop_last or len(dataset) % t.batch_size == 1,  # type: ignore[arg-type]
+    )
+    trainer = build_trainer(
+        run_dir=run,
+        epochs=t.epochs,
+        callbacks=callbacks,
+        accelerator=t.accelerator,
+        devices=t.devices,
+        strategy=t.strategy,
+        precision=t.precision,
+        deterministic=t.deterministic,
+        log_every_n_steps=t.log_every_n_steps,
+        progress=t.progress and not quiet,
+        resume_epoch=int(found[1].get("epoch", 0)) if found else None,
+        gradient_clip_norm=t.gradient_clip_norm,
+    )
+    ckpt = found[0] if found else None
+    if resume and ckpt is None and not quiet and not child:
+        print(f"notice: no checkpoint in '{run}/checkpoints'; starting from scratch", file=sys.stderr)
+    t_setup = time.perf_counter() - t_start
+    trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
+    if not trainer.is_global_zero:
+        return None
+    if trainer.interrupted:
+        raise KeyboardInterrupt(
+            f"training interrupted; continue with --resume (checkpoints in '{run}/checkpoints')"
+        )
+    timing = {"setup": t_setup, "data_load": t_data, "fit": timer.fit_seconds, "steps": float(timer.steps)}
+    for source in (module.timings, timer.timings):
+        timing.update({k: float(v) for k, v in source.items()})
+    result = _evaluate_and_write(
+        cfg, run, module, train, test, timing=timing, online=online.curve if online else []
+    )
+    result.timing["total"] = time.perf_counter() - t_start
+    write_outputs(cfg, result)
+    return result
+
+
+def _evaluate_and_write(
+    cfg: RunConfig,
+    run: Path,
+    module: ContrastiveModule,
+    train: Split,
+    test: Split,
+    *,
+    timing: dict[str, float],
+    online: list[dict[str, float]],
+) -> RunResult:
+    e = cfg.eval
+    modality = get_modality(cfg.data.dataset)
+    if modality.evaluate is not None:
+        res = modality.evaluate(module.encoder, train, test, cfg)
+    else:
+        res = _evaluate_views(cfg, module, train, test)
+    test_labels = torch.as_tensor(test.labels)
+    timing["evaluate"] = res.seconds
+    if e.figures:
+        t0 = time.perf_counter()
+        fig_dir = run / "figures"
+        figures.cosine_histograms(
+            {cfg.name: (res.test_features, test_labels)},
+            fig_dir / "cosine_histograms.png",
+            title="cosine similarity of test representations",
+        )
+        if isinstance(test, LabeledImages):  # a grid of images; vectors have no picture
+            figures.hardest_negatives(
+                test.images, res.test_features, test.labels, fig_dir / "hardest_negatives.png", seed=cfg.seed
+            )
+        hist = module.history
+        if hist:
+            figures.curves(
+                {"train loss": [(r["epoch"] + 1, r["loss"], 0.0) for r in hist]},
+                fig_dir / "loss.png",
+                xlabel="epoch",
+                ylabel="loss × 100",
+            )
+        if online:
+            figures.curves(
+                {"kNN top-1": [(r["epoch"], r["knn_top1"], 0.0) for r in online]},
+                fig_dir / "knn_vs_epochs.png",
+                xlabel="epoch",
+            )
+        timing["figures"] = time.perf_counter() - t0
+    return RunResult(
+        run_dir=run,
+        history=list(module.history),
+        eval=res.metrics,
+        online=online,
+        timing=timing,
+        test_features=res.test_features,
+        test_labels=test_labels,
+    )
+
+
+def _evaluate_views(cfg: RunConfig, module: ContrastiveModule, train: Split, test: Split) -> EvalResult:
+    """Linear / kNN / mean-classifier / k-wise readouts of the backbone's ``h`` (images, vectors)."""
+    e = cfg.eval
+    return evaluate_encoder(
+        module.encoder,
+        train=train,
+        test=test,
+        linear=e.linear,
+        linear_C=e.linear_C,
+        knn=e.knn,
+        knn_k=e.knn_k,
+        knn_temperature=e.knn_temperature,
+        mean_classifier=e.mean_classifier,
+        kwise=e.kwise,
+        kwise_tasks=e.kwise_tasks,
+        mean_shots=e.mean_shots,
+        latent_table=e.latent_table,
+        batch_size=e.batch_size,
+        seed=cfg.seed,
+    )
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    *,
+    checkpoint: str | Path | None = None,
+    figures_on: bool = True,
+    write: bool = True,
+    overrides: dict[str, Any] | None = None,
+) -> RunResult:
+    """Re-evaluate a saved run from its checkpoint and config.
+
+    ``overrides`` changes evaluation settings of the saved config (dotted ``eval.*`` keys, e.g.
+    ``{"eval.senteval": "path/to/senteval"}``).
+
+    The default checkpoint is the run's newest intact one (``last.ckpt`` unless it is damaged;
+    see :func:`hardneg.pipeline.checkpoints.newest_intact_checkpoint`). A damaged or foreign
+    ``checkpoint`` raises :class:`~hardneg.pipeline.checkpoints.CheckpointError`.
+    """
+    run = Path(run_dir)
+    cfg_path = run / "config.yaml"
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"no run folder at '{run}': config.yaml not found")
+    if checkpoint is not None:
+        ckpt = Path(checkpoint)
+        state = read_checkpoint(ckpt)
+    else:
+        remove_partial_checkpoints(run / "checkpoints")
+        found = newest_intact_checkpoint(run / "checkpoints")
+        if found is None:
+            raise FileNotFoundError(f"no intact checkpoint in '{run / 'checkpoints'}'")
+        ckpt, state = found
+    extra = dict(overrides or {})
+    outside = sorted(k for k in extra if not k.startswith("eval."))
+    if outside:
+        raise ValueError(f"overrides of a saved run may change eval.* keys only, got {outside}")
+    cfg = load_config(cfg_path, {"eval.figures": bool(figures_on), **extra})
+    with thread_limits(cfg.train.threads):
+        return _evaluate_saved(cfg, run, ckpt, state, write=write)
+
+
+def _silent(_: str) -> None:
+    """Report nothing (DDP workers leave messages to rank 0)."""
+
+
+def _evaluate_saved(
+    cfg: RunConfig, run: Path, ckpt: Path, state: dict[str, Any], *, write: bool
+) -> RunResult:
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    train, test = load_data(cfg)
+    module, _ = build_module(cfg, train)
+    try:
+        module.load_state_dict(state["state_dict"])
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(
+            f"{ckpt} is not a readable hardneg checkpoint of this run (its weights do not fit the "
+            f"model of config.yaml: {first})"
+        ) from None
+    module.on_load_checkpoint(state)
+    online = []
+    for key, value in state.get("callbacks", {}).items():
+        if key.startswith("OnlineKNN") and isinstance(value, dict):
+            online = value.get("curve", [])
+    previous: dict[str, Any] = {}
+    if (run / "metrics.json").is_file():
+        previous = json.loads((run / "metrics.json").read_text())
+    result = _evaluate_and_write(
+        cfg, run, module, train, test, timing=dict(previous.get("timing", {})), online=online
+    )
+    if write:
+        write_outputs(cfg, result)
+    return result

@@ -1,0 +1,258 @@
+"""``ContrastiveModule``: the LightningModule of hardneg's training engine (SimCLR and MoCo-v2).
+
+One training step (SimCLR; Robinson et al., ICLR 2021, §5.1 / App. D.1):
+
+1. two views of the batch from the batched augmentation, drawn from the step generator
+   ``(seed, epoch, batch, rank)`` (the second view comes from another image of the same class
+   when the data module gives oracle partners);
+2. ``(h, z) = encoder(x)`` for both views;
+3. ``loss.detailed(z1, z2, labels=..., generator=g)``: scores → negative distribution →
+   objective, with negatives gathered across processes by the loss itself under DDP; labels are
+   used only by collision-free negatives and by the collision-rate diagnostics; the step
+   generator ``g`` is the only randomness of the loss (K-subsampling).
+
+MoCo-v2 (Robinson et al., ICLR 2021, App. C.1): queries from the online encoder, keys from a
+momentum copy (no gradient), negatives from a :class:`~hardneg.queue.MemoryQueue`, through
+:meth:`~hardneg.ContrastiveLoss.queue_detailed` (which enqueues the keys after the loss).
+
+The module takes plain objects (an encoder, a loss, an augmentation); configuration is resolved
+by :mod:`hardneg.pipeline.experiment`.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from hardneg.loss import ContrastiveLoss
+from hardneg.queue import MemoryQueue, momentum_update
+from hardneg.reduction import LossOutput
+from hardneg.modalities.base import ViewMaker
+from hardneg.seeding import mix_seed, step_generator
+
+__all__ = ["ContrastiveModule"]
+
+MODES = ("simclr", "moco")
+
+
+class ContrastiveModule(L.LightningModule):
+    """Contrastive pre-training of ``encoder`` with ``loss``.
+
+    Args:
+        encoder: returns ``(h, z)`` (see :class:`~hardneg.models.Encoder`).
+        loss: the contrastive loss (its ``negatives`` may be re-parameterised by callbacks,
+            e.g. β annealing).
+        views: the modality's view maker, ``views(x, x2, generator=g) -> (v1, v2)`` (see
+            :class:`~hardneg.modalities.base.ViewMaker`): batched augmentation for images, the
+            given pairs for the latent-class simulator's vectors.
+        mode: ``"simclr"`` or ``"moco"``.
+        seed: seed of the per-step generators.
+        optimizer: ``"adam"`` or ``"sgd"``; ``lr``, ``weight_decay``, ``sgd_momentum``.
+        queue_size, moco_momentum: MoCo's queue length and key-encoder momentum ``m``.
+        use_labels: pass labels to the loss (diagnostics; required by collision-free negatives).
+        grad_cache_chunk: embed the views in chunks of this size without storing activations
+            (:func:`~hardneg.gradcache.grad_cache_step`); ``None`` embeds the whole batch.
+        step: the modality's own step ``step(encoder, loss, x, labels=, generator=) -> LossOutput``
+            (graphs: nodes against graphs); replaces views + two encoder passes (SimCLR mode only).
+    """
+
+    def __init__(
+        self,
+        *,
+        encoder: nn.Module,
+        loss: ContrastiveLoss,
+        views: ViewMaker,
+        mode: str = "simclr",
+        seed: int = 0,
+        optimizer: str = "adam",
+        lr: float = 1e-3,
+        weight_decay: float = 1e-6,
+        sgd_momentum: float = 0.9,
+        queue_size: int = 4096,
+        moco_momentum: float = 0.99,
+        use_labels: bool = True,
+        grad_cache_chunk: int | None = None,
+        step: Callable[..., LossOutput] | None = None,
+    ) -> None:
+        super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        if optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be one of ['adam', 'sgd'], got {optimizer!r}")
+        self.encoder = encoder
+        self.loss_fn = loss
+        self.views = views
+        self.grad_cache_chunk = grad_cache_chunk
+        if grad_cache_chunk is not None and mode != "simclr":
+            raise ValueError(f"grad_cache_chunk needs mode='simclr', got mode={mode!r}")
+        if step is not None and (mode != "simclr" or grad_cache_chunk is not None):
+            raise ValueError(
+                "a modality with its own step trains in mode='simclr' without grad_cache_chunk, "
+                f"got mode={mode!r}, grad_cache_chunk={grad_cache_chunk!r}"
+            )
+        self.modality_step = step
+        self.automatic_optimization = grad_cache_chunk is None  # GradCache steps the optimiser itself
+        self.mode = mode
+        self.seed = int(seed)
+        self.optimizer_name = optimizer
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.sgd_momentum = sgd_momentum
+        self.moco_momentum = moco_momentum
+        self.use_labels = use_labels
+        self.key_encoder: nn.Module | None = None
+        self.queue: MemoryQueue | None = None
+        if mode == "moco":
+            self.key_encoder = copy.deepcopy(encoder)
+            for p in self.key_encoder.parameters():
+                p.requires_grad_(False)
+            dim = int(getattr(encoder, "projection_dim", 0) or 0)
+            if dim <= 0:
+                raise ValueError("mode='moco' needs an encoder with a projection_dim attribute")
+            self.queue = MemoryQueue(queue_size, dim, with_labels=True)
+            g = torch.Generator().manual_seed(mix_seed(seed, 0x9E7E))
+            self.queue.enqueue(
+                F.normalize(torch.randn(queue_size, dim, generator=g), dim=1),
+                torch.full((queue_size,), -1, dtype=torch.long),
+            )
+        # per-epoch history of averaged step metrics (saved in checkpoints)
+        self.history: list[dict[str, float]] = []
+        self._epoch_sums: dict[str, float] = defaultdict(float)
+        self._epoch_count = 0
+        # wall time per phase, seconds (not saved: it describes this process)
+        self.timings: dict[str, float] = defaultdict(float)
+
+    # -- optimisation -------------------------------------------------------------------------
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        params = [p for p in self.encoder.parameters() if p.requires_grad]
+        if self.optimizer_name == "adam":
+            return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+        return torch.optim.SGD(params, lr=self.lr, weight_decay=self.weight_decay, momentum=self.sgd_momentum)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``(h, z)`` of the online encoder."""
+        return self.encoder(x)
+
+    # -- one step ---------------------------------------------------------------------------
+    def _generator(self, batch_idx: int) -> torch.Generator:
+        rank = self.global_rank if self._trainer is not None else 0
+        return step_generator(self.seed, self.current_epoch, batch_idx, rank)
+
+    def training_step(self, batch: tuple[Tensor, Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
+        x, x2, labels, indices = batch
+        t0 = time.perf_counter()
+        g = self._generator(batch_idx)
+        lab = labels if self.use_labels else None
+        if self.modality_step is not None:
+            out = self.modality_step(self.encoder, self.loss_fn, x, labels=lab, generator=g)
+            self.timings["loss_forward"] += time.perf_counter() - t0  # encoder and loss together
+            self._record(out, batch_size=int(indices.shape[0]))
+            return out.loss
+        v1, v2 = self.views(x, x2, generator=g)
+        t1 = time.perf_counter()
+        if self.mode == "simclr":
+            if self.grad_cache_chunk is not None:
+                out, t2 = self._grad_cache_step(v1, v2, lab, g)
+            else:
+                _, z1 = self.encoder(v1)
+                _, z2 = self.encoder(v2)
+                t2 = time.perf_counter()
+                out = self.loss_fn.detailed(z1, z2, labels=lab, generator=g)
+        else:
+            assert self.key_encoder is not None and self.queue is not None  # set in __init__ for moco
+            _, q = self.encoder(v1)
+            with torch.no_grad():
+                _, k = self.key_encoder(v2)
+            t2 = time.perf_counter()
+            out = self.loss_fn.queue_detailed(q, k, self.queue, labels=lab, generator=g)
+        t3 = time.perf_counter()
+        self.timings["augment"] += t1 - t0
+        self.timings["encoder_forward"] += t2 - t1
+        self.timings["loss_forward"] += t3 - t2
+        self._record(out, batch_size=int(indices.shape[0]))
+        return out.loss
+
+    def _grad_cache_step(
+        self, v1: Tensor, v2: Tensor, labels: Tensor | None, g: torch.Generator
+    ) -> tuple[LossOutput, float]:
+        """GradCache under Lightning's manual optimisation: zero, chunked step, optimiser step."""
+        from hardneg.gradcache import grad_cache_step
+
+        holder: dict[str, LossOutput] = {}
+
+        def loss(z: list[Tensor]) -> Tensor:
+            holder["out"] = self.loss_fn.detailed(z[0], z[1], labels=labels, generator=g)
+            return holder["out"].loss
+
+        assert self.grad_cache_chunk is not None
+        opt = self.optimizers()
+        opt.zero_grad()  # type: ignore[union-attr]
+        grad_cache_step(self.encoder, [v1, v2], loss, chunk_size=self.grad_cache_chunk)
+        opt.step()  # type: ignore[union-attr]
+        return holder["out"], time.perf_counter()
+
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+        if self.key_encoder is not None:
+            # θ_k ← m θ_k + (1 − m) θ_q; the key encoder's BatchNorm keeps its own statistics (MoCo)
+            momentum_update(self.encoder, self.key_encoder, self.moco_momentum)
+
+    # -- metrics ----------------------------------------------------------------------------
+    def _record(self, out: LossOutput, *, batch_size: int) -> None:
+        metrics = {"loss": float(out.loss.detach())}
+        for key, value in out.diagnostics.items():
+            if key != "loss":
+                metrics[key] = float(value)
+        for key, value in metrics.items():
+            self._epoch_sums[key] += value
+        self._epoch_count += 1
+        self.log_dict(
+            {f"train/{k}": v for k, v in metrics.items()},
+            on_step=True,
+            on_epoch=False,
+            batch_size=batch_size,
+            sync_dist=False,
+        )
+
+    def on_train_epoch_start(self) -> None:
+        self._epoch_sums = defaultdict(float)
+        self._epoch_count = 0
+
+    def on_train_epoch_end(self) -> None:
+        n = max(1, self._epoch_count)
+        row: dict[str, float] = {"epoch": float(self.current_epoch)}
+        beta = getattr(self.loss_fn.negatives, "beta", None)
+        if beta is not None:
+            row["beta"] = float(beta)
+        for key, value in self._epoch_sums.items():
+            row[key] = value / n
+        if self.trainer.world_size > 1:  # average over processes
+            vec = torch.tensor(
+                [row[k] for k in sorted(row) if k != "epoch"], dtype=torch.float64, device=self.device
+            )
+            vec = self.trainer.strategy.reduce(vec, reduce_op="mean")
+            for k, v in zip([k for k in sorted(row) if k != "epoch"], vec.tolist()):
+                row[k] = float(v)
+        self.history.append(row)
+        # Written to the loggers and flushed here, before the epoch's checkpoint is saved (module
+        # hooks run before ModelCheckpoint's): a run killed right after a checkpoint still has that
+        # epoch's row on disk, so the CSV log is complete after ``--resume``. ``self.log`` would
+        # reach the loggers only after the checkpoint, and CSVLogger buffers rows until its flush.
+        metrics = {f"epoch/{k}": v for k, v in row.items() if k != "epoch"}
+        metrics["epoch"] = float(self.current_epoch)
+        for logger in self.loggers:
+            logger.log_metrics(metrics, step=self.global_step)
+            logger.save()
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["hardneg_history"] = copy.deepcopy(self.history)
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.history = copy.deepcopy(checkpoint.get("hardneg_history", []))
