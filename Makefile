@@ -33,6 +33,7 @@ test: setup
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider
 
 lint: setup
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 

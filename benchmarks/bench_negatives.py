@@ -33,7 +33,7 @@ import torch
 
 from hardneg import ContrastiveLoss, negatives, simclr_scores
 from hardneg.negatives import OptimalTransport, sinkhorn_log
-from hardneg.queue import MemoryQueue
+from hardneg.queue import MemoryQueue, QueueLoss
 
 B, D, T = 512, 128, 0.5
 
@@ -78,7 +78,7 @@ def bench_ot(repeats: int, epsilon: float, tol: float) -> list[str]:
         "ot": _fwd_bwd(ContrastiveLoss(temperature=T, negatives=ot_neg), z1, z2),
     }
     t = _time(cases, repeats)
-    diag = ContrastiveLoss(temperature=T, negatives=ot_neg).detailed(z1, z2).diagnostics
+    diag = ContrastiveLoss(temperature=T, negatives=ot_neg)(z1, z2, details=True).diagnostics
     rows = [
         f"B={B} d={D} t={T}: SimCLR fwd+bwd {1e3 * t['simclr']:.1f} ms, Hard {1e3 * t['hard']:.1f} ms, "
         f"OT(eps={epsilon}, tol={tol:g}) {1e3 * t['ot']:.1f} ms "
@@ -195,7 +195,7 @@ def bench_queue(repeats: int) -> list[str]:
     def run(loss_fn: ContrastiveLoss) -> Callable[[], None]:
         def f() -> None:
             qq = q.detach().requires_grad_(True)
-            loss_fn.queue_forward(qq, k, queue, enqueue=False).backward()
+            QueueLoss(loss_fn, queue)(qq, k, enqueue=False).backward()
 
         return f
 

@@ -6,7 +6,7 @@ temperature 1, the neighbour on each side a positive, the rest of the window the
 pieces are the pipeline's own: :class:`~hardneg.text.quickthoughts.QuickThoughts` over
 :class:`~hardneg.models.bow.BagOfWords` or :class:`~hardneg.models.gru.GRUEncoder` (d = 100 each),
 the loss ``build_loss`` builds from the packaged ``sentences`` config with each case's overrides,
-the step ``_step`` of ``hardneg.modalities.sentences``, gradient-norm clipping at 5 and Adam.
+the step ``Sentences.step`` of ``hardneg.modalities.sentences``, gradient-norm clipping at 5 and Adam.
 
 Prints ratios measured in this one run (absolute times drift on shared machines; nothing is
 asserted):
@@ -79,8 +79,8 @@ def corpus(sizes: Sizes, seed: int = 0) -> tuple[Tensor, Tensor]:
 
 
 def make_model(encoder: str, vocab: int, seed: int = 0) -> nn.Module:
-    from hardneg.models.gru import GRUEncoder
     from hardneg.models.bow import BagOfWords
+    from hardneg.models.gru import GRUEncoder
     from hardneg.text.quickthoughts import QuickThoughts
 
     torch.manual_seed(seed)
@@ -106,7 +106,9 @@ def window(tokens: Tensor, documents: Tensor, b: int, step: int) -> dict[str, Te
 
 
 def train_step(model: nn.Module, loss, opt: torch.optim.Optimizer, x: dict[str, Tensor], step: int) -> float:  # type: ignore[no-untyped-def]
-    from hardneg.modalities.sentences import _step
+    from hardneg.modalities.sentences import Sentences
+
+    _step = Sentences().step
 
     t0 = time.perf_counter()
     out = _step(model, loss, x, labels=None, generator=torch.Generator().manual_seed(step))
@@ -174,7 +176,9 @@ def speed(sizes: Sizes, repeats: int) -> list[str]:
 def _peak_child(spec_path: str, threads: int) -> None:
     """In a fresh process: peak extra resident memory of one ``_step`` forward + backward; prints JSON."""
     from bench_text import _rss_kib
-    from hardneg.modalities.sentences import _step
+    from hardneg.modalities.sentences import Sentences
+
+    _step = Sentences().step
 
     torch.set_num_threads(threads)
     spec = torch.load(spec_path, weights_only=False)

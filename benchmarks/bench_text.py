@@ -5,7 +5,7 @@ article, and K negatives per anchor drawn from a pool of M sentences of the whol
 does not depend on the batch size B. The model is the pipeline's own (``data.dataset: articles``):
 the bag-of-words encoder (``bag_of_words_encoder``, d = 100), the loss ``build_loss`` builds from
 the packaged ``articles`` config with the overrides of each case (NCE, t = 0.5, K-subsampling
-through ``loss.num_negatives``), batches from ``ArticleBatches`` and the step ``_step`` of
+through ``loss.num_negatives``), batches from ``ArticleBatches`` and the step ``Articles.step`` of
 ``hardneg.modalities.articles``, Adam with the config's learning rate.
 
 Prints ratios measured in this one run (absolute times drift on shared machines; nothing is
@@ -54,8 +54,9 @@ import torch
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
+    from hardneg.data.text.splits import TokenSplit
     from hardneg.loss import ContrastiveLoss
-    from hardneg.modalities.articles import ArticleBatches, TokenSplit
+    from hardneg.modalities.articles import ArticleBatches
     from hardneg.pipeline.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
@@ -87,7 +88,7 @@ QUICK = Sizes(sentences=2_000, length=20, vocab=500, articles=20, batches=(16, 6
 # -- data ------------------------------------------------------------------------------------------
 def synthetic_split(sizes: Sizes, seed: int = 0) -> TokenSplit:
     """Random sentences of 5..length ids in [1, vocab) padded with 0, articles of equal size."""
-    from hardneg.modalities.articles import TokenSplit
+    from hardneg.data.text.splits import TokenSplit
 
     g = torch.Generator().manual_seed(seed)
     n, length = sizes.sentences, sizes.length
@@ -125,8 +126,8 @@ class Case:
 def make_case(split: TokenSplit, vocab_size: int, *, pool: int | None, k: int | None,
               collision_free: bool = False) -> Case:
     """The pipeline's pieces for ``hardneg train articles`` with these overrides."""
-    from hardneg.models.bow import bag_of_words_encoder
     from hardneg.modalities.articles import ArticleBatches
+    from hardneg.models.bow import bag_of_words_encoder
     from hardneg.pipeline.build import build_loss
     from hardneg.pipeline.config import load_config
 
@@ -150,7 +151,9 @@ def batch_indices(n: int, batch: int, step: int) -> list[int]:
 
 def train_step(case: Case, x: dict[str, Tensor], labels: Tensor, step: int) -> float:
     """One training step as the module runs it (``_step``, backward, Adam); seconds."""
-    from hardneg.modalities.articles import _step
+    from hardneg.modalities.articles import Articles
+
+    _step = Articles().step
     from hardneg.seeding import step_generator
 
     t0 = time.perf_counter()
@@ -176,10 +179,10 @@ def loss_fwd_bwd(case: Case, zs: list[Tensor], x: dict[str, Tensor], labels: Ten
     g = step_generator(case.cfg.seed, 0, step)
     t0 = time.perf_counter()
     if zn:
-        out = case.loss.pair_detailed(za, zp, zn[0], anchor_labels=labels, candidate_labels=x["pool_labels"],
-                                      generator=g)
+        out = case.loss.pair(za, zp, zn[0], anchor_labels=labels, candidate_labels=x["pool_labels"],
+                             generator=g, details=True)
     else:
-        out = case.loss.detailed(za, zp, labels=labels, generator=g)
+        out = case.loss(za, zp, labels=labels, generator=g, details=True)
     out.loss.backward()
     return time.perf_counter() - t0
 
@@ -246,8 +249,10 @@ def _write_spec(path: Path, split: TokenSplit, batch: int, pool: int, k: int, co
 
 def _peak_child(spec_path: str, threads: int) -> None:
     """In a fresh process: peak extra resident memory of one ``_step`` forward + backward; prints JSON."""
+    from hardneg.modalities.articles import Articles
+
+    _step = Articles().step
     from hardneg.models.bow import bag_of_words_encoder
-    from hardneg.modalities.articles import _step
 
     torch.set_num_threads(threads)
     spec = torch.load(spec_path, weights_only=False)

@@ -10,7 +10,7 @@ from torch import nn
 
 from hardneg import ContrastiveLoss
 from hardneg.negatives import Hard
-from hardneg.queue import MemoryQueue, momentum_update
+from hardneg.queue import MemoryQueue, QueueLoss, momentum_update
 from tests.reference.moco import MocoReference
 
 
@@ -64,13 +64,13 @@ def test_queue_errors() -> None:
         MemoryQueue(size=4, dim=3, with_labels=True).enqueue(torch.randn(2, 3))
     loss = ContrastiveLoss()
     with pytest.raises(ValueError, match="queue is empty"):
-        loss.queue_forward(torch.randn(2, 3), torch.randn(2, 3), q)
+        QueueLoss(loss, q)(torch.randn(2, 3), torch.randn(2, 3))
     q.enqueue(torch.randn(2, 3))
     with pytest.raises(ValueError, match=r"q must have shape \(B, dim=3\)"):
-        loss.queue_forward(torch.randn(2, 4), torch.randn(2, 4), q)
+        QueueLoss(loss, q)(torch.randn(2, 4), torch.randn(2, 4))
 
 
-def test_queue_forward_matches_reference_then_enqueues() -> None:
+def test_queue_loss_matches_reference_then_enqueues() -> None:
     """Robinson et al. (ICLR 2021), App. C.1: Hard(β) with τ⁺ = 0 over the queue; float64 loop reference."""
     g = torch.Generator().manual_seed(0)
     queue = MemoryQueue(size=16, dim=4, dtype=torch.float64)
@@ -80,7 +80,7 @@ def test_queue_forward_matches_reference_then_enqueues() -> None:
     kv = torch.randn(3, 4, generator=g, dtype=torch.float64)
     beta, t = 0.2, 0.2
     loss_fn = ContrastiveLoss(temperature=t, negatives=Hard(beta=beta), reduction="none")
-    got = loss_fn.queue_forward(qv, kv, queue)
+    got = QueueLoss(loss_fn, queue)(qv, kv)
     got.sum().backward()  # the queue was replaced out of place: backward still works
     nq = [x / x.norm() for x in qv.detach()]
     nk = [x / x.norm() for x in kv]
@@ -96,7 +96,7 @@ def test_queue_forward_matches_reference_then_enqueues() -> None:
     torch.testing.assert_close(queue.ordered()[-3:], torch.nn.functional.normalize(kv, dim=1))
 
 
-def test_queue_forward_matches_moco_reference_code_over_steps() -> None:
+def test_queue_loss_matches_moco_reference_code_over_steps() -> None:
     """Loss and queue contents equal MoCo's reference code step by step, through a wrap-around:
     keys are enqueued normalised, after the loss (never their own negatives)."""
     g = torch.Generator().manual_seed(1)
@@ -104,43 +104,43 @@ def test_queue_forward_matches_moco_reference_code_over_steps() -> None:
     ref = MocoReference(init)
     queue = MemoryQueue(size=8, dim=5, dtype=torch.float64)
     queue.enqueue(torch.nn.functional.normalize(init, dim=1))
-    loss_fn = ContrastiveLoss(temperature=0.07, reduction="none")
+    moco = QueueLoss(ContrastiveLoss(temperature=0.07, reduction="none"), queue)
     for _ in range(5):  # 5 steps of 4 keys: the 8-slot queue wraps around twice
         q = torch.randn(4, 5, generator=g, dtype=torch.float64) * 3.0
         k = torch.randn(4, 5, generator=g, dtype=torch.float64) * 0.2
-        got = loss_fn.queue_forward(q, k, queue)
+        got = moco(q, k)
         want = ref.step(q, k, 0.07)
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
         torch.testing.assert_close(queue.keys, ref.queue.T, rtol=0, atol=1e-15)
 
 
-def test_queue_forward_labels_unknown_keys_as_minus_one() -> None:
+def test_queue_loss_labels_unknown_keys_as_minus_one() -> None:
     queue = MemoryQueue(size=6, dim=3, with_labels=True)
     queue.enqueue(torch.randn(2, 3), labels=torch.tensor([0, 1]))
-    ContrastiveLoss().queue_forward(torch.randn(2, 3), torch.randn(2, 3), queue)
+    QueueLoss(ContrastiveLoss(), queue)(torch.randn(2, 3), torch.randn(2, 3))
     assert queue.candidate_labels().tolist() == [0, 1, -1, -1]
 
 
-def test_queue_forward_unnormalized_keeps_backward_valid() -> None:
+def test_queue_loss_unnormalized_keeps_backward_valid() -> None:
     queue = MemoryQueue(size=8, dim=3)
     queue.enqueue(torch.randn(8, 3))
     q = torch.randn(4, 3, requires_grad=True)
-    loss = ContrastiveLoss(normalize=False, temperature=1.0).queue_forward(q, torch.randn(4, 3), queue)
+    loss = QueueLoss(ContrastiveLoss(normalize=False, temperature=1.0), queue)(q, torch.randn(4, 3))
     loss.backward()
     assert q.grad is not None and torch.isfinite(q.grad).all()
 
 
-def test_queue_forward_collision_free_with_labels() -> None:
+def test_queue_loss_collision_free_with_labels() -> None:
     queue = MemoryQueue(size=8, dim=3, with_labels=True)
     queue.enqueue(torch.randn(8, 3), labels=torch.tensor([0, 1, 2, 0, 1, 2, 0, 1]))
     loss_fn = ContrastiveLoss(collision_free=True, reduction="none")
     y = torch.tensor([0, 2])
     q, k = torch.randn(2, 3), torch.randn(2, 3)
-    got = loss_fn.queue_forward(q, k, queue, labels=y, enqueue=False)
+    got = QueueLoss(loss_fn, queue)(q, k, labels=y, enqueue=False)
     keys, labels = queue.candidates(), queue.candidate_labels()
     for i in range(2):
         keep = keys[labels != y[i]]
-        ref = ContrastiveLoss(reduction="none").pair_forward(q[i : i + 1], k[i : i + 1], keep)
+        ref = ContrastiveLoss(reduction="none").pair(q[i : i + 1], k[i : i + 1], keep)
         torch.testing.assert_close(got[i : i + 1], ref)
     assert len(queue) == 8
 

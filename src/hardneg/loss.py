@@ -4,18 +4,28 @@
 >>> from hardneg import ContrastiveLoss, negatives
 >>> loss_fn = ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=negatives.Hard(beta=1.0))
 >>> z1, z2 = torch.randn(16, 32), torch.randn(16, 32)
->>> loss = loss_fn(z1, z2)          # two views, (B, d) each -> scalar
->>> out = loss_fn.detailed(z1, z2)  # per-anchor losses and diagnostics
+>>> loss = loss_fn(z1, z2)                     # two views, (B, d) each -> scalar
+>>> out = loss_fn(z1, z2, details=True)        # per-anchor losses and diagnostics
 >>> out.per_anchor.shape, sorted(out.diagnostics)[:3]
 (torch.Size([32]), ['clamp_fraction', 'ess', 'ess_fraction'])
+
+One method per layout of the scores, each returning the loss, or a :class:`LossOutput` with
+``details=True``: :meth:`ContrastiveLoss.forward` (SimCLR's two views), :meth:`~ContrastiveLoss.pair`
+(given positives, a separate candidate pool), :meth:`~ContrastiveLoss.multi_positive` (several
+positives per anchor); :meth:`~ContrastiveLoss.compute` on precomputed :class:`Scores` is the
+low-level entry. MoCo's queue is a wrapper that owns its enqueue, :class:`hardneg.queue.QueueLoss`.
+The names of 0.1 (``detailed``, ``pair_forward``, ``pair_detailed``, ``multi_positive_detailed``,
+``queue_forward``, ``queue_detailed``) still work and warn (``DeprecationWarning``); they are
+removed in 0.3.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import warnings
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal, overload
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hardneg import distributed
@@ -35,6 +45,16 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MEMORY_BUDGET", "ContrastiveLoss"]
 
 DEFAULT_MEMORY_BUDGET = 4 << 30  # bytes: the (A, N) matrices of the materialised engine at ~B = 8000
+REMOVED_IN = "0.3"  # the release that drops the deprecated names of 0.1
+
+
+def _deprecated(old: str, new: str) -> None:
+    """Warn that ``ContrastiveLoss.<old>`` is deprecated in favour of ``new`` (at the caller's line)."""
+    warnings.warn(
+        f"ContrastiveLoss.{old} is deprecated; use {new} — removed in {REMOVED_IN}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 class ContrastiveLoss(nn.Module):
@@ -139,7 +159,10 @@ class ContrastiveLoss(nn.Module):
             )
 
     def scores(self, z1: Tensor, z2: Tensor, *, labels: Tensor | None = None) -> Scores:
-        """Step 1 in SimCLR's 2B-view layout (candidates gathered from all ranks when distributed)."""
+        """Step 1 in SimCLR's 2B-view layout (candidates gathered from all ranks when distributed).
+
+        ``compute(scores(z1, z2))`` is ``forward(z1, z2, details=True)`` without the tiled engine.
+        """
         self._check_labels_given(labels)
         if self.gather_distributed and distributed.is_distributed():
             return distributed.gathered_simclr_scores(
@@ -256,59 +279,6 @@ class ContrastiveLoss(nn.Module):
             positive_roll=b,
         )
 
-    def pair_detailed(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        mask: Tensor | None = None,
-        anchor_labels: Tensor | None = None,
-        candidate_labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """The loss with any given positives and a separate candidate pool (:func:`pair_scores`).
-
-        For true positives drawn from the anchor's class (Arora et al., ICML 2019; Ash et al.,
-        AISTATS 2022), explicit negatives, or a memory queue. Not gathered across ranks.
-
-        Shapes: ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); ``mask`` (A, N) bool;
-        labels (A,) and (N,) → :class:`LossOutput` (loss scalar, or (A,) with ``reduction="none"``).
-        """
-        return self._pair_loss(
-            anchors,
-            positives,
-            candidates,
-            mask=mask,
-            anchor_labels=anchor_labels,
-            candidate_labels=candidate_labels,
-            generator=generator,
-            diagnostics=True,
-        )
-
-    def pair_forward(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        mask: Tensor | None = None,
-        anchor_labels: Tensor | None = None,
-        candidate_labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> Tensor:
-        """:meth:`pair_detailed` without diagnostics: the loss only."""
-        return self._pair_loss(
-            anchors,
-            positives,
-            candidates,
-            mask=mask,
-            anchor_labels=anchor_labels,
-            candidate_labels=candidate_labels,
-            generator=generator,
-            diagnostics=False,
-        ).loss
-
     def _pair_loss(
         self,
         anchors: Tensor,
@@ -355,7 +325,174 @@ class ContrastiveLoss(nn.Module):
         )
         return self.compute(scores, diagnostics=diagnostics, generator=generator)
 
-    def multi_positive_detailed(
+    # -- one forward per layout ----------------------------------------------------------------
+    @overload
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor,
+        *,
+        labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[False] = ...,
+    ) -> Tensor: ...
+
+    @overload
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor,
+        *,
+        labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[True],
+    ) -> LossOutput: ...
+
+    @overload
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor,
+        *,
+        labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: bool = ...,
+    ) -> Tensor | LossOutput: ...
+
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor,
+        *,
+        labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+        details: bool = False,
+    ) -> Tensor | LossOutput:
+        """SimCLR's layout: two views, each view's partner its positive, the other 2B − 2 views
+        (of all ranks when distributed) its candidate negatives.
+
+        ``details=True`` returns a :class:`LossOutput`: the loss, the per-anchor losses (2B,) and
+        the diagnostics (ESS, cosines, collision rates with ``labels``).
+
+        Shapes: ``z1``, ``z2`` (B, d); ``labels`` optional (B,) → scalar (or (2B,) with
+        ``reduction="none"``).
+        """
+        out = self._two_view_loss(z1, z2, labels, generator, diagnostics=details)
+        return out if details else out.loss
+
+    @overload
+    def pair(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None = ...,
+        anchor_labels: Tensor | None = ...,
+        candidate_labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[False] = ...,
+    ) -> Tensor: ...
+
+    @overload
+    def pair(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None = ...,
+        anchor_labels: Tensor | None = ...,
+        candidate_labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[True],
+    ) -> LossOutput: ...
+
+    @overload
+    def pair(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None = ...,
+        anchor_labels: Tensor | None = ...,
+        candidate_labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: bool = ...,
+    ) -> Tensor | LossOutput: ...
+
+    def pair(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None = None,
+        anchor_labels: Tensor | None = None,
+        candidate_labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+        details: bool = False,
+    ) -> Tensor | LossOutput:
+        """The pair layout: any given positives and a separate candidate pool (:func:`pair_scores`).
+
+        For true positives drawn from the anchor's class (Arora et al., ICML 2019; Ash et al.,
+        AISTATS 2022), explicit negatives, local–global pairs (InfoGraph) or a memory queue
+        (:class:`~hardneg.queue.QueueLoss`). Not gathered across ranks.
+
+        Shapes: ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); ``mask`` (A, N) bool;
+        labels (A,) and (N,) → scalar (or (A,) with ``reduction="none"``); a :class:`LossOutput`
+        with ``details=True``.
+        """
+        out = self._pair_loss(
+            anchors,
+            positives,
+            candidates,
+            mask=mask,
+            anchor_labels=anchor_labels,
+            candidate_labels=candidate_labels,
+            generator=generator,
+            diagnostics=details,
+        )
+        return out if details else out.loss
+
+    @overload
+    def multi_positive(
+        self,
+        anchors: Tensor,
+        candidates: Tensor,
+        positive_mask: Tensor,
+        *,
+        exclude: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[False] = ...,
+    ) -> Tensor: ...
+
+    @overload
+    def multi_positive(
+        self,
+        anchors: Tensor,
+        candidates: Tensor,
+        positive_mask: Tensor,
+        *,
+        exclude: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[True],
+    ) -> LossOutput: ...
+
+    @overload
+    def multi_positive(
+        self,
+        anchors: Tensor,
+        candidates: Tensor,
+        positive_mask: Tensor,
+        *,
+        exclude: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: bool = ...,
+    ) -> Tensor | LossOutput: ...
+
+    def multi_positive(
         self,
         anchors: Tensor,
         candidates: Tensor,
@@ -363,8 +500,9 @@ class ContrastiveLoss(nn.Module):
         *,
         exclude: Tensor | None = None,
         generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """The loss with several positives per anchor among one candidate pool (quick-thoughts).
+        details: bool = False,
+    ) -> Tensor | LossOutput:
+        """Several positives per anchor among one candidate pool (quick-thoughts).
 
         ``L_i = −log( Σ_m e^{s⁺_im} / (Σ_m e^{s⁺_im} + Neg_i) )`` with ``Neg_i`` the weighted
         (hard, debiased, OT, K-subsampled) negative term over the candidates that are neither
@@ -374,12 +512,13 @@ class ContrastiveLoss(nn.Module):
         collision-free option needs labels and is not available here.
 
         Shapes: ``anchors`` (A, d), ``candidates`` (N, d), ``positive_mask`` and ``exclude`` (A, N)
-        bool → :class:`LossOutput` with per-anchor losses (A,).
+        bool → scalar (or (A,) with ``reduction="none"``); a :class:`LossOutput` with
+        ``details=True``.
         """
         from hardneg.scores import multi_positive_scores
 
         if self.collision_free:
-            raise ValueError("collision_free needs labels; multi_positive_detailed takes none")
+            raise ValueError("collision_free needs labels; multi_positive takes none")
         scores = multi_positive_scores(
             anchors,
             candidates,
@@ -388,7 +527,101 @@ class ContrastiveLoss(nn.Module):
             exclude=exclude,
             normalize=self.normalize,
         )
-        return self.compute(scores, diagnostics=True, generator=generator)
+        out = self.compute(scores, diagnostics=details, generator=generator)
+        return out if details else out.loss
+
+    def compute(
+        self, scores: Scores, *, diagnostics: bool = False, generator: torch.Generator | None = None
+    ) -> LossOutput:
+        """Steps 2–4 on precomputed :class:`Scores` (any layout; the low-level entry).
+
+        Always a :class:`LossOutput`; ``diagnostics=True`` fills its diagnostics. Materialised (no
+        tiling): build the scores with :meth:`scores` (SimCLR's layout),
+        :func:`~hardneg.scores.pair_scores` or :func:`~hardneg.scores.multi_positive_scores`.
+        """
+        return loss_from_scores(
+            scores,
+            negatives=self.negatives,
+            objective=self.objective,
+            reduction=self.reduction,
+            diagnostics=diagnostics,
+            generator=generator,
+        )
+
+    # -- deprecated names (0.1): one-line delegates, removed in 0.3 ----------------------------
+    def detailed(
+        self,
+        z1: Tensor,
+        z2: Tensor,
+        *,
+        labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> LossOutput:
+        """Deprecated: ``loss_fn(z1, z2, details=True)`` (:meth:`forward`)."""
+        _deprecated("detailed", "loss_fn(z1, z2, details=True)")
+        return self.forward(z1, z2, labels=labels, generator=generator, details=True)
+
+    def pair_detailed(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None = None,
+        anchor_labels: Tensor | None = None,
+        candidate_labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> LossOutput:
+        """Deprecated: :meth:`pair` with ``details=True``."""
+        _deprecated("pair_detailed", "pair(..., details=True)")
+        return self.pair(
+            anchors,
+            positives,
+            candidates,
+            mask=mask,
+            anchor_labels=anchor_labels,
+            candidate_labels=candidate_labels,
+            generator=generator,
+            details=True,
+        )
+
+    def pair_forward(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None = None,
+        anchor_labels: Tensor | None = None,
+        candidate_labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Deprecated: :meth:`pair`."""
+        _deprecated("pair_forward", "pair(...)")
+        return self.pair(
+            anchors,
+            positives,
+            candidates,
+            mask=mask,
+            anchor_labels=anchor_labels,
+            candidate_labels=candidate_labels,
+            generator=generator,
+        )
+
+    def multi_positive_detailed(
+        self,
+        anchors: Tensor,
+        candidates: Tensor,
+        positive_mask: Tensor,
+        *,
+        exclude: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> LossOutput:
+        """Deprecated: :meth:`multi_positive` with ``details=True``."""
+        _deprecated("multi_positive_detailed", "multi_positive(..., details=True)")
+        return self.multi_positive(
+            anchors, candidates, positive_mask, exclude=exclude, generator=generator, details=True
+        )
 
     def queue_detailed(
         self,
@@ -401,55 +634,12 @@ class ContrastiveLoss(nn.Module):
         generator: torch.Generator | None = None,
         diagnostics: bool = True,
     ) -> LossOutput:
-        """MoCo(-v2)'s loss: query ``q`` vs its key ``k`` (positive) and the queue's keys (negatives).
+        """Deprecated: ``QueueLoss(loss_fn, queue)(q, k, details=True)`` (:mod:`hardneg.queue`)."""
+        from hardneg.queue import QueueLoss
 
-        ``pair_scores(q, k, queue.candidates())`` with this loss's negative distribution and
-        objective (Robinson et al., ICLR 2021, App. C.1 use ``Hard(beta=0.2)`` with
-        ``tau_plus=0`` on N = 65536 keys), then — after the loss is computed, so the batch is
-        never its own negative — the keys are enqueued as MoCo's reference code does (He et al.,
-        CVPR 2020, Algorithm 1): detached and, when ``normalize``, L2-normalised (the form in
-        which they entered the scores); gathered from all ranks first when distributed, so every
-        rank's queue stays identical. On a queue with labels, keys without labels are stored
-        with the unknown label −1 (never a collision). ``k`` should come from the momentum
-        encoder (no gradient).
-
-        ``diagnostics=False`` skips the per-batch diagnostics (what :meth:`queue_forward` does).
-
-        Shapes: ``q``, ``k`` (B, d); ``labels`` optional (B,) → :class:`LossOutput`.
-        """
-        if len(queue) == 0:
-            raise ValueError("queue is empty: enqueue keys before the first queue_forward (got filled=0)")
-        if q.dim() != 2 or q.shape[1] != queue.dim:
-            raise ValueError(
-                f"q must have shape (B, dim={queue.dim}) to match the queue, got {tuple(q.shape)}"
-            )
-        cand_labels = queue.candidate_labels() if (labels is not None and queue.with_labels) else None
-        out = self._pair_loss(
-            q,
-            k,
-            queue.candidates().to(q.dtype),
-            mask=None,
-            anchor_labels=labels if cand_labels is not None else None,
-            candidate_labels=cand_labels,
-            generator=generator,
-            diagnostics=diagnostics,
-        )
-        if enqueue:
-            keys = k.detach()
-            if self.normalize:
-                keys = F.normalize(keys, dim=1)
-            lab = None
-            if queue.with_labels:
-                lab = (
-                    labels
-                    if labels is not None
-                    else torch.full((keys.shape[0],), -1, dtype=torch.long, device=keys.device)
-                )
-            if self.gather_distributed and distributed.is_distributed():
-                keys = distributed.all_gather_no_grad(keys)
-                lab = None if lab is None else distributed.all_gather_no_grad(lab)
-            queue.enqueue(keys, lab)
-        return out
+        _deprecated("queue_detailed", "hardneg.queue.QueueLoss(loss_fn, queue)(q, k, details=True)")
+        out = QueueLoss(self, queue)(q, k, labels=labels, enqueue=enqueue, generator=generator, details=True)
+        return out if diagnostics else replace(out, diagnostics={})
 
     def queue_forward(
         self,
@@ -461,45 +651,11 @@ class ContrastiveLoss(nn.Module):
         enqueue: bool = True,
         generator: torch.Generator | None = None,
     ) -> Tensor:
-        """:meth:`queue_detailed`'s loss (see there). Shapes: ``q``, ``k`` (B, d) → scalar."""
-        return self.queue_detailed(
-            q, k, queue, labels=labels, enqueue=enqueue, generator=generator, diagnostics=False
-        ).loss
+        """Deprecated: ``QueueLoss(loss_fn, queue)(q, k)`` (:mod:`hardneg.queue`)."""
+        from hardneg.queue import QueueLoss
 
-    def compute(
-        self, scores: Scores, *, diagnostics: bool = False, generator: torch.Generator | None = None
-    ) -> LossOutput:
-        """Steps 2–4 on precomputed scores (any layout: queue, gathered, explicit pairs)."""
-        return loss_from_scores(
-            scores,
-            negatives=self.negatives,
-            objective=self.objective,
-            reduction=self.reduction,
-            diagnostics=diagnostics,
-            generator=generator,
-        )
-
-    def detailed(
-        self,
-        z1: Tensor,
-        z2: Tensor,
-        *,
-        labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """Loss, per-anchor losses (2B,) and diagnostics (ESS, cosines, collisions with labels)."""
-        return self._two_view_loss(z1, z2, labels, generator, diagnostics=True)
-
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor,
-        *,
-        labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> Tensor:
-        """Shapes: ``z1``, ``z2`` (B, d) → scalar (or (2B,) with ``reduction="none"``)."""
-        return self._two_view_loss(z1, z2, labels, generator, diagnostics=False).loss
+        _deprecated("queue_forward", "hardneg.queue.QueueLoss(loss_fn, queue)(q, k)")
+        return QueueLoss(self, queue)(q, k, labels=labels, enqueue=enqueue, generator=generator)
 
     def extra_repr(self) -> str:
         return (

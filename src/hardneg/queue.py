@@ -1,24 +1,37 @@
-"""A FIFO memory queue of negative keys and the momentum update of the key encoder.
+"""A FIFO memory queue of negative keys, the loss over it, and the momentum update of the key encoder.
 
 MoCo (He et al., CVPR 2020) and MoCo-v2 (Chen et al., arXiv:2003.04297), as used with hard
-negatives by Robinson et al. (ICLR 2021), App. C.1.
+negatives by Robinson et al. (ICLR 2021), App. C.1. The memory lives in a wrapper around the loss,
+not in the loss (as ``CrossBatchMemory`` wraps a loss in PyTorch Metric Learning; Musgrave,
+Belongie and Lim, arXiv:2008.09164, 2020): :class:`QueueLoss` scores the queries against the
+queue, then enqueues the keys.
 
 >>> import torch
->>> from hardneg.queue import MemoryQueue
+>>> from hardneg import ContrastiveLoss
+>>> from hardneg.queue import MemoryQueue, QueueLoss
 >>> queue = MemoryQueue(size=4, dim=2)
 >>> queue.enqueue(torch.tensor([[1., 0.], [0., 1.]]))
 >>> queue.candidates().shape, int(queue.filled)
 (torch.Size([2, 2]), 2)
+>>> moco = QueueLoss(ContrastiveLoss(temperature=0.2), queue)
+>>> loss = moco(torch.randn(2, 2), torch.randn(2, 2))  # the loss over the queue, then the enqueue
+>>> loss.shape, int(queue.filled)
+(torch.Size([]), 4)
 """
 
 from __future__ import annotations
 
+from typing import Literal, Protocol, overload
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
+from hardneg import distributed
 from hardneg._validation import check_in_interval
+from hardneg.reduction import LossOutput
 
-__all__ = ["MemoryQueue", "momentum_update"]
+__all__ = ["MemoryQueue", "PairLoss", "QueueLoss", "momentum_update"]
 
 
 def _check_int(name: str, value: int, low: int) -> int:
@@ -127,6 +140,163 @@ class MemoryQueue(nn.Module):
 
     def extra_repr(self) -> str:
         return f"size={self.size}, dim={self.dim}, filled={int(self.filled)}, with_labels={self.with_labels}"
+
+
+class PairLoss(Protocol):
+    """What :class:`QueueLoss` needs of its loss: :class:`hardneg.ContrastiveLoss` has it.
+
+    A structural type, so that this module does not import :mod:`hardneg.loss` (whose deprecated
+    ``queue_forward`` / ``queue_detailed`` delegate to :class:`QueueLoss`).
+    """
+
+    normalize: bool
+    gather_distributed: bool
+
+    def pair(
+        self,
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        *,
+        mask: Tensor | None = ...,
+        anchor_labels: Tensor | None = ...,
+        candidate_labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: bool = ...,
+    ) -> Tensor | LossOutput: ...
+
+
+class QueueLoss(nn.Module):
+    """MoCo(-v2)'s loss: each query against its key (positive) and a memory queue's keys (negatives).
+
+    A wrapper that owns the queue and its enqueue; the wrapped :class:`~hardneg.ContrastiveLoss`
+    keeps no state. One call is ``loss.pair(q, k, queue.candidates())`` with the loss's negative
+    distribution and objective (Robinson et al., ICLR 2021, App. C.1 use ``Hard(beta=0.2)`` with
+    ``tau_plus=0`` on N = 65536 keys), **then** — after the loss is computed, so the batch is never
+    its own negative — :meth:`enqueue` of the keys, as MoCo's reference code does (He et al.,
+    CVPR 2020, Algorithm 1). The queue's buffers are written out of place, so the loss's backward
+    pass stays valid after the enqueue. ``k`` should come from the momentum encoder (no gradient).
+
+    With labels and a queue built with ``with_labels=True``, the queue's labels are the candidate
+    labels (collision-free negatives, collision diagnostics).
+
+    Args:
+        loss: the contrastive loss, a :class:`~hardneg.ContrastiveLoss` (its ``normalize``,
+            ``gather_distributed``, negatives, objective and memory budget apply).
+        queue: the :class:`MemoryQueue` of keys, already holding some (MoCo fills it with random
+            unit vectors first).
+    """
+
+    def __init__(self, loss: PairLoss, queue: MemoryQueue) -> None:
+        super().__init__()
+        if not isinstance(loss, nn.Module) or not callable(getattr(loss, "pair", None)):
+            raise TypeError(
+                "loss must be a hardneg.ContrastiveLoss (a module with the pair layout), "
+                f"got {type(loss).__name__}"
+            )
+        if not isinstance(queue, MemoryQueue):
+            raise TypeError(f"queue must be a hardneg.queue.MemoryQueue, got {type(queue).__name__}")
+        self.loss = loss
+        self.queue = queue
+
+    @overload
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        *,
+        labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[False] = ...,
+        enqueue: bool = ...,
+    ) -> Tensor: ...
+
+    @overload
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        *,
+        labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[True],
+        enqueue: bool = ...,
+    ) -> LossOutput: ...
+
+    @overload
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        *,
+        labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: bool = ...,
+        enqueue: bool = ...,
+    ) -> Tensor | LossOutput: ...
+
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        *,
+        labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+        details: bool = False,
+        enqueue: bool = True,
+    ) -> Tensor | LossOutput:
+        """The loss of queries ``q`` with keys ``k`` over the queue, then (``enqueue``) the keys enqueued.
+
+        ``details=True`` returns a :class:`~hardneg.reduction.LossOutput` (per-query losses and
+        diagnostics). ``enqueue=False`` leaves the queue as it is (evaluation, benchmarks).
+
+        Shapes: ``q``, ``k`` (B, d); ``labels`` optional (B,) → scalar (or (B,) with
+        ``reduction="none"``).
+        """
+        queue = self.queue
+        if len(queue) == 0:
+            raise ValueError("queue is empty: enqueue keys before the first QueueLoss call (got filled=0)")
+        if q.dim() != 2 or q.shape[1] != queue.dim:
+            raise ValueError(
+                f"q must have shape (B, dim={queue.dim}) to match the queue, got {tuple(q.shape)}"
+            )
+        cand_labels = queue.candidate_labels() if (labels is not None and queue.with_labels) else None
+        out = self.loss.pair(  # the pair layout, materialised or tiled by the loss's memory budget
+            q,
+            k,
+            queue.candidates().to(q.dtype),
+            anchor_labels=labels if cand_labels is not None else None,
+            candidate_labels=cand_labels,
+            generator=generator,
+            details=details,
+        )
+        if enqueue:
+            self.enqueue(k, labels)
+        return out
+
+    @torch.no_grad()
+    def enqueue(self, k: Tensor, labels: Tensor | None = None) -> None:
+        """Enqueue keys in the form in which they enter the scores: detached and, when the loss
+        normalises, L2-normalised; gathered from all ranks first when distributed (with
+        ``gather_distributed``), so that every rank's queue stays identical. On a queue with labels,
+        keys without labels are stored with the unknown label −1 (never a collision).
+
+        Shapes: ``k`` (B, d); ``labels`` optional (B,).
+        """
+        keys = k.detach()
+        if self.loss.normalize:
+            keys = F.normalize(keys, dim=1)
+        lab = None
+        if self.queue.with_labels:
+            lab = (
+                labels
+                if labels is not None
+                else torch.full((keys.shape[0],), -1, dtype=torch.long, device=keys.device)
+            )
+        if self.loss.gather_distributed and distributed.is_distributed():
+            keys = distributed.all_gather_no_grad(keys)
+            lab = None if lab is None else distributed.all_gather_no_grad(lab)
+        self.queue.enqueue(keys, lab)
 
 
 @torch.no_grad()

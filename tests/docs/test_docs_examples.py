@@ -43,3 +43,15 @@ def test_source_cites_nothing_outside_the_repository() -> None:
     for path in [*root.glob("src/**/*.py"), *root.glob("benchmarks/*.py"), root / "README.md"]:
         match = banned.search(path.read_text(encoding="utf-8"))
         assert match is None, f"{path.relative_to(root)} cites {match.group(0)!r}"
+
+
+def test_architecture_lists_every_package_and_module() -> None:
+    """docs/architecture.md's tree names every package and top-level module of src/hardneg."""
+    src = DOCS.parent / "src" / "hardneg"
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    tree = re.search(r"```\nsrc/hardneg/\n(.*?)```", text, re.S)
+    assert tree is not None
+    names = [p.name + "/" for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    names += [p.name for p in src.glob("*.py") if p.name != "__init__.py"]
+    missing = [n for n in names if n not in tree.group(1)]
+    assert not missing, f"docs/architecture.md does not list {missing}"

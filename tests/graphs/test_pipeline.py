@@ -1,4 +1,4 @@
-"""Graphs through the training pipeline: `hardneg train graphs`, TU folders, `hardneg compare`."""
+"""Graphs through the command line and the config: `hardneg train graphs`, TU folders, `hardneg compare`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from hardneg.cli import app
 from hardneg.pipeline.config import ConfigError, load_config
-from hardneg.pipeline.experiment import evaluate_run, thread_limits, train_run
+from hardneg.pipeline.experiment import train_run
 
 pytest.importorskip("torch_geometric")
 
@@ -49,31 +49,6 @@ def _write_tu(root: Path, name: str, num_graphs: int = 24) -> None:
     for suffix, lines in (("A", edges), ("graph_indicator", indicator), ("node_labels", node_labels),
                           ("graph_labels", graph_labels)):
         (folder / f"{name}_{suffix}.txt").write_text("\n".join(lines) + "\n")
-
-
-def test_pipeline_run_equals_train_infograph(tmp_path: Path) -> None:
-    """One engine: the Lightning pipeline and the plain loop give the same bits for the same seed."""
-    from hardneg.data.graphs import synthetic_motifs
-    from hardneg.graphs import InfoGraphLoss, train_infograph
-    from hardneg.negatives import Hard
-
-    cfg = load_config("graphs", TINY)
-    res = train_run(cfg, tmp_path / "run", quiet=True)
-    assert res is not None
-    with thread_limits(1):
-        ref = train_infograph(
-            synthetic_motifs(num_graphs=40, seed=0),
-            loss=InfoGraphLoss(negatives=Hard(beta=1.0, rescale=True)),
-            epochs=2, batch_size=16, seed=0, use_labels=True,
-        )
-    np.testing.assert_array_equal(res.test_features.numpy(), ref.embeddings.astype(np.float32))
-    assert [r["loss"] for r in res.history] == [r["loss"] for r in ref.history]
-    assert set(res.eval) == {"svm_cv", "svm_cv_fold_std"} and 0.0 <= res.eval["svm_cv"] <= 1.0
-    # the saved run re-evaluates to the same numbers from its checkpoint
-    again = evaluate_run(tmp_path / "run", figures_on=False, write=False)
-    assert again.eval == res.eval
-    summary = (tmp_path / "run" / "summary.md").read_text()
-    assert "svm_cv" in summary and "final epoch" in summary
 
 
 def test_cli_trains_a_tu_folder(tmp_path: Path) -> None:
@@ -117,6 +92,32 @@ def test_cli_refuses_a_tu_run_without_its_folder(tmp_path: Path) -> None:
 def test_settings_the_graph_modality_cannot_honour(overrides: list[str], key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config("graphs", overrides)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["data.oracle_positive=true"], "data.oracle_positive"),
+        (["data.latent.num_classes=3"], "data.latent"),
+        (["data.graphs.nope=1"], "data.graphs.nope"),
+        (["model.feature_dim=8"], "model.feature_dim"),
+        (["model.stem_stride=2"], "model.stem_stride"),
+        (["data.dataset=molecules", "data.root=null"], "data.root"),
+    ],
+)
+def test_keys_that_do_not_apply_to_graphs_are_refused(overrides: list[str], key: str, monkeypatch) -> None:
+    import hardneg.data.graphs.molecules as molecules
+
+    monkeypatch.setattr(molecules, "find_moleculeace", lambda: None)  # as if MoleculeACE were not installed
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_config("graphs", overrides)
+
+
+def test_the_graph_section_holds_the_graph_keys() -> None:
+    cfg = load_config("graphs", ["data.dataset=tu", "data.root=DIR", "data.name=MUTAG",
+                                 "data.graphs.node_attributes=false"])
+    assert sorted(type(cfg.data).model_fields) == ["dataset", "graphs", "name", "root"]
+    assert cfg.data.graphs.node_attributes is False and cfg.data.graphs.released is False
 
 
 def test_gin_and_layers_are_refused_for_images() -> None:

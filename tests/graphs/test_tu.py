@@ -241,16 +241,28 @@ def test_missing_and_empty_files(tmp_path: Path) -> None:
 
 
 def test_graph_without_edges_is_valid_and_trains(tmp_path: Path) -> None:
-    from hardneg.graphs import InfoGraphLoss, train_infograph
+    from hardneg.modalities import get_modality
+    from hardneg.pipeline.build import build_loss
+    from hardneg.pipeline.config import load_config
+    from hardneg.seeding import step_generator
 
     _write(tmp_path, "TOY", edges=[(1, 2), (2, 3)])  # graphs 2 and 3 have no edges
-    data = read_tu(tmp_path, "TOY")
+    cfg = load_config("graphs", ["data.dataset=tu", f"data.root={tmp_path}", "data.name=TOY"])
+    graphs = get_modality("graphs")
+    data, _ = graphs.load(cfg)
     assert data.graphs[1].edge_index.shape == (2, 0)
-    res = train_infograph(data, loss=InfoGraphLoss(), epochs=2, batch_size=3, seed=0)
-    assert np.isfinite(res.embeddings).all()
+    encoder, loss = graphs.build_encoder(cfg, data), build_loss(cfg)
+    optimizer = torch.optim.Adam(encoder.parameters(), lr=1e-3)
+    x, _, labels, _ = graphs.dataset(data, cfg)[[0, 1, 2]]
+    for step in range(2):
+        out = graphs.step(encoder, loss, x, labels=labels, generator=step_generator(0, 0, step))
+        optimizer.zero_grad()
+        out.loss.backward()
+        optimizer.step()
+    assert torch.isfinite(encoder.embed_graphs(data.graphs)).all()
 
 
-def test_cli_reads_a_tu_folder(tmp_path: Path) -> None:
+def test_cli_trains_on_a_tu_folder_without_node_labels(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from hardneg.cli import app
@@ -260,19 +272,22 @@ def test_cli_reads_a_tu_folder(tmp_path: Path) -> None:
     starts = np.cumsum([0, *sizes])
     edges = [(int(s) + 1, int(s) + 2) for s in starts[:-1]]
     _write(tmp_path, "SMALL", edges=edges, indicator=indicator, graph_labels=[0, 1] * 10, node_labels=None)
-    res = CliRunner().invoke(app, ["graphs", "train", "--data", "tu", "--root", str(tmp_path), "--name",
-                                   "SMALL", "--epochs", "1", "--batch-size", "8"])
+    tiny = ["data.dataset=tu", f"data.root={tmp_path}", "train.epochs=1", "train.batch_size=8",
+            "train.threads=1", "eval.cv_folds=3", "eval.logistic=false", "eval.figures=false"]
+    res = CliRunner().invoke(app, ["train", "graphs", *tiny, "data.name=SMALL", "--out", str(tmp_path / "r"),
+                                   "--quiet"])
     assert res.exit_code == 0, res.output
-    assert "SVM accuracy (final epoch)" in res.output
-    args = ["graphs", "train", "--data", "tu", "--root", str(tmp_path), "--name", "NOPE"]
-    res = CliRunner().invoke(app, args)
+    assert (tmp_path / "r" / "metrics.json").is_file()
+    res = CliRunner().invoke(app, ["train", "graphs", *tiny, "data.name=NOPE", "--out", str(tmp_path / "r2")])
     assert res.exit_code == 2 and "NOPE_A.txt not found" in res.output
 
 
-def test_cli_loader_can_leave_node_attributes_out(tmp_path: Path) -> None:
-    from hardneg.graphs.cli import load_graph_data
+def test_the_config_can_leave_node_attributes_out(tmp_path: Path) -> None:
+    from hardneg.modalities.graphs import load_graph_dataset
+    from hardneg.pipeline.config import load_config
 
     _write(tmp_path, "ATT2", attributes=np.ones((9, 2)))
-    with_attr = load_graph_data("tu", root=tmp_path, name="ATT2")
-    without = load_graph_data("tu", root=tmp_path, name="ATT2", node_attributes=False)
+    tu = ["data.dataset=tu", f"data.root={tmp_path}", "data.name=ATT2"]
+    with_attr = load_graph_dataset(load_config("graphs", tu))
+    without = load_graph_dataset(load_config("graphs", [*tu, "data.graphs.node_attributes=false"]))
     assert (with_attr.num_features, without.num_features) == (5, 3)

@@ -161,9 +161,8 @@ def test_effective_sample_size() -> None:
     z1, z2 = torch.randn(16, 8, generator=g), torch.randn(16, 8, generator=g)
     ess = []
     for beta in (0.0, 1.0, 5.0):
-        diag = (
-            ContrastiveLoss(temperature=0.5, negatives=negatives.Hard(beta=beta)).detailed(z1, z2).diagnostics
-        )
+        loss_fn = ContrastiveLoss(temperature=0.5, negatives=negatives.Hard(beta=beta))
+        diag = loss_fn(z1, z2, details=True).diagnostics
         ess.append(diag["ess"])
         # Kish's formula written out directly for anchor 0
     assert ess[0] == pytest.approx(30.0, rel=1e-5)
@@ -179,7 +178,7 @@ def test_collision_diagnostics_count_same_label_negatives() -> None:
     b = 8
     z1, z2 = torch.randn(b, 4, generator=g), torch.randn(b, 4, generator=g)
     labels = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3])
-    diag = ContrastiveLoss(temperature=0.5).detailed(z1, z2, labels=labels).diagnostics
+    diag = ContrastiveLoss(temperature=0.5)(z1, z2, labels=labels, details=True).diagnostics
     # by hand: view i of label y has 2*count(y) - 2 same-label negatives out of 2B - 2
     counts = torch.bincount(labels)
     same = sum(2 * (2 * counts[y].item() - 2) for y in labels.tolist())

@@ -44,7 +44,7 @@ def test_gradcheck_when_clamp_binds() -> None:
     z2 = (z1 + 0.01 * torch.randn(4, 3, generator=g, dtype=torch.float64)).requires_grad_()
     z1.requires_grad_()
     loss_fn = ContrastiveLoss(temperature=0.5, tau_plus=0.45, reduction="none")
-    assert loss_fn.detailed(z1, z2).diagnostics["clamp_fraction"] > 0
+    assert loss_fn(z1, z2, details=True).diagnostics["clamp_fraction"] > 0
     assert torch.autograd.gradcheck(lambda a, b: loss_fn(a, b), (z1, z2), eps=1e-7, atol=1e-6)
 
 

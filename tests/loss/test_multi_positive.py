@@ -52,7 +52,7 @@ def test_matches_a_plain_float64_rederivation(beta: float, tau_plus: float, cont
         negatives=negatives.Hard(beta=beta) if beta else negatives.Uniform(),
         objective=objectives.Debiased(tau_plus) if tau_plus else objectives.InfoNCE(),
     )
-    got = loss.multi_positive_detailed(a.double(), c.double(), pm, exclude=ex).loss
+    got = loss.multi_positive(a.double(), c.double(), pm, exclude=ex, details=True).loss
     assert float(got) == pytest.approx(
         _reference(a, c, pm, ex, t=0.5, beta=beta, tau_plus=tau_plus), rel=1e-10
     )
@@ -66,8 +66,8 @@ def test_one_positive_per_anchor_is_the_pair_layout() -> None:
     )
     pm = torch.roll(torch.eye(6, dtype=torch.bool), 1, dims=1)  # positive of i: candidate i+1
     loss = ContrastiveLoss(temperature=0.2, negatives=negatives.Hard(beta=1.0), tau_plus=0.1)
-    multi = loss.multi_positive_detailed(a, c, pm)
-    pair = loss.pair_detailed(a, c[torch.roll(torch.arange(6), -1)], c, mask=~pm)
+    multi = loss.multi_positive(a, c, pm, details=True)
+    pair = loss.pair(a, c[torch.roll(torch.arange(6), -1)], c, mask=~pm, details=True)
     torch.testing.assert_close(multi.per_anchor, pair.per_anchor, rtol=1e-12, atol=1e-12)
     assert multi.diagnostics["pos_cosine"] == pytest.approx(pair.diagnostics["pos_cosine"], rel=1e-12)
 
@@ -79,7 +79,7 @@ def test_gradcheck() -> None:
     pm, ex = _neighbours(5)
     loss = ContrastiveLoss(temperature=0.5, negatives=negatives.Hard(beta=1.0), tau_plus=0.05)
     assert torch.autograd.gradcheck(
-        lambda x, y: loss.multi_positive_detailed(x, y, pm, exclude=ex).loss, (a, c)
+        lambda x, y: loss.multi_positive(x, y, pm, exclude=ex, details=True).loss, (a, c)
     )
 
 
@@ -90,40 +90,40 @@ def test_unnormalised_large_scores_small_temperature_and_bf16_stay_finite() -> N
     hard = ContrastiveLoss(
         temperature=1.0, normalize=False, negatives=negatives.Hard(beta=2.0, rescale=True), tau_plus=0.01
     )
-    out = hard.multi_positive_detailed(big.requires_grad_(), big.detach().clone(), pm, exclude=ex)
+    out = hard.multi_positive(big.requires_grad_(), big.detach().clone(), pm, exclude=ex, details=True)
     out.loss.backward()
     assert torch.isfinite(out.loss) and torch.isfinite(big.grad).all()  # type: ignore[arg-type]
     cold = ContrastiveLoss(temperature=1e-3, negatives=negatives.Hard(beta=5.0), tau_plus=0.1)
     assert torch.isfinite(
-        cold.multi_positive_detailed(torch.randn(16, 8), torch.randn(16, 8), pm, exclude=ex).loss
+        cold.multi_positive(torch.randn(16, 8), torch.randn(16, 8), pm, exclude=ex, details=True).loss
     )
     bf = torch.randn(16, 8, generator=g).bfloat16()
-    assert torch.isfinite(cold.multi_positive_detailed(bf, bf, pm, exclude=ex).loss)
+    assert torch.isfinite(cold.multi_positive(bf, bf, pm, exclude=ex, details=True).loss)
 
 
 def test_refusals_name_the_problem() -> None:
     pm, ex = _neighbours(4)
     x = torch.randn(4, 3)
     with pytest.raises(ValueError, match="one positive per anchor"):
-        ContrastiveLoss(objective=objectives.Hinge()).multi_positive_detailed(x, x, pm, exclude=ex)
+        ContrastiveLoss(objective=objectives.Hinge()).multi_positive(x, x, pm, exclude=ex, details=True)
     with pytest.raises(ValueError, match="one positive per anchor"):
-        ContrastiveLoss(objective=objectives.Debiased("auto")).multi_positive_detailed(x, x, pm, exclude=ex)
+        ContrastiveLoss(objective=objectives.Debiased("auto")).multi_positive(x, x, pm, exclude=ex)
     with pytest.raises(ValueError, match="row 0 has none"):
         multi_positive_scores(x, x, torch.zeros(4, 4, dtype=torch.bool), temperature=0.5)
     with pytest.raises(ValueError, match=r"positive_mask must be a bool tensor of shape \(4, 4\)"):
         multi_positive_scores(x, x, pm.float(), temperature=0.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="collision_free needs labels"):
-        ContrastiveLoss(collision_free=True).multi_positive_detailed(x, x, pm, exclude=ex)
+        ContrastiveLoss(collision_free=True).multi_positive(x, x, pm, exclude=ex, details=True)
 
 
 def test_k_subsampling_and_ot_negatives_apply_to_the_negatives_only() -> None:
     pm, ex = _neighbours(12, 2)
     a, c = torch.randn(12, 6), torch.randn(12, 6)
-    sub = ContrastiveLoss(num_negatives=3).multi_positive_detailed(
-        a, c, pm, exclude=ex, generator=torch.Generator().manual_seed(0)
+    sub = ContrastiveLoss(num_negatives=3).multi_positive(
+        a, c, pm, exclude=ex, generator=torch.Generator().manual_seed(0), details=True
     )
     assert sub.diagnostics["num_negatives"] == 3.0
-    ot = ContrastiveLoss(negatives=negatives.OptimalTransport(epsilon=0.5)).multi_positive_detailed(
-        a, c, pm, exclude=ex
+    ot = ContrastiveLoss(negatives=negatives.OptimalTransport(epsilon=0.5)).multi_positive(
+        a, c, pm, exclude=ex, details=True
     )
     assert torch.isfinite(ot.loss)

@@ -52,7 +52,7 @@ def test_finite_everywhere(
         negatives=negatives.Hard(beta=beta, rescale=rescale),
         normalize=normalize,
     )
-    out = loss_fn.detailed(z1, z2)
+    out = loss_fn(z1, z2, details=True)
     assert torch.isfinite(out.loss)
     out.loss.backward()
     assert torch.isfinite(z1.grad).all() and torch.isfinite(z2.grad).all()

@@ -13,7 +13,12 @@ from typer.testing import CliRunner
 
 from hardneg import ContrastiveLoss, negatives, objectives
 from hardneg.cli import app
-from hardneg.data.text.documents import encode_document_list, encode_documents, iter_documents, write_documents
+from hardneg.data.text.documents import (
+    encode_document_list,
+    encode_documents,
+    iter_documents,
+    write_documents,
+)
 from hardneg.text.quickthoughts import context_positives, quick_thoughts_loss
 
 
@@ -173,7 +178,7 @@ def _senteval(folder: Path) -> Path:
 
 TINY = [
     "data.text.source=documents",
-    "train.batch_size=16",
+    "data.text.window=16",
     "train.epochs=2",
     "eval.senteval_folds=2",
     "eval.figures=false",
@@ -243,13 +248,72 @@ def test_windows_are_contiguous_and_one_index_is_one_batch(tmp_path: Path) -> No
         (["data.root=null"], "data.root"),
         (["data.text.source=nyt"], "data.text.source"),
         (["model.bidirectional=true"], "model.bidirectional"),
-        (["train.batch_size=999"], "train.batch_size"),
+        (["train.batch_size=16"], "train.batch_size"),
+        (["data.text.block_size=5"], "data.text.block_size"),
+        (["eval.senteval_tasks=[MPQA]"], "eval.senteval_tasks"),
+        (["eval.senteval_tasks=[NOPE]"], "eval.senteval_tasks"),
+        (["eval.senteval=/no/such/senteval"], "eval.senteval"),
     ],
 )
-def test_bad_settings_name_the_key(tmp_path: Path, overrides: list[str], key: str) -> None:
+def test_bad_settings_fail_when_the_config_is_loaded(tmp_path: Path, overrides: list[str], key: str) -> None:
+    """Checked before anything is written (no data read): the error names the key."""
+    from hardneg.pipeline.config import ConfigError, load_config
+
+    corpus = _corpus(tmp_path / "corpus.txt", docs=6, per_doc=4)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_config("sentences", [*TINY, f"data.root={corpus}", *overrides])
+
+
+def test_senteval_tasks_must_be_in_the_folder(tmp_path: Path) -> None:
+    from hardneg.pipeline.config import ConfigError, load_config
+
+    corpus = _corpus(tmp_path / "corpus.txt", docs=6, per_doc=4)
+    folder = _senteval(tmp_path / "senteval")
+    base = [*TINY, f"data.root={corpus}", f"eval.senteval={folder}"]
+    assert load_config("sentences", [*base, "eval.senteval_tasks=[mr]"]).eval.senteval_tasks == ["mr"]
+    with pytest.raises(ConfigError, match=r"'eval\.senteval_tasks': no files of \['CR'\]"):
+        load_config("sentences", [*base, "eval.senteval_tasks=[MR, CR]"])
+
+
+def test_keys_of_the_articles_modality_are_refused_naming_the_valid_keys() -> None:
+    from pydantic import ValidationError
+
+    from hardneg.modalities.sentences import SentencesData
+    from hardneg.pipeline.config import ConfigError, load_config
+
+    with pytest.raises(ValidationError):
+        SentencesData.model_validate({"dataset": "sentences", "text": {"corpus_negatives": 8}})
+    for key in ("block_size=5", "corpus_negatives=8", "supervised=true", "num_articles=3"):
+        with pytest.raises(ConfigError) as err:
+            load_config("sentences", [f"data.text.{key}"])
+        message = str(err.value)
+        assert f"unknown config key 'data.text.{key.split('=')[0]}'" in message
+        valid = "context, max_length, min_count, positives, self_score, source, window"
+        assert f"valid keys in 'data.text': {valid}" in message
+
+
+def test_the_cli_refuses_an_unknown_key_before_writing_anything(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["train", "sentences", "data.text.block_size=5", "--out", str(out)])
+    assert result.exit_code == 2 and "data.text.block_size" in result.output and "window" in result.output
+    assert not out.exists()
+
+
+def test_the_window_is_the_batch_and_train_batch_size_does_not_apply(tmp_path: Path) -> None:
+    from hardneg.config.schema import TrainConfig
+    from hardneg.modalities.sentences import ContiguousWindows, Sentences
     from hardneg.pipeline.config import ConfigError, load_config
     from hardneg.pipeline.experiment import load_data
 
     corpus = _corpus(tmp_path / "corpus.txt", docs=6, per_doc=4)
-    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        load_data(load_config("sentences", [*TINY, f"data.root={corpus}", *overrides]))
+    cfg = load_config("sentences", [*TINY, f"data.root={corpus}", "data.text.window=8"])
+    assert cfg.data.text.window == 8
+    assert cfg.train.batch_size == TrainConfig.model_fields["batch_size"].default  # left at its default
+    train, _ = load_data(cfg)
+    data = Sentences().dataset(train, cfg)
+    assert isinstance(data, ContiguousWindows) and data[[0]][0]["tokens"].shape[0] == 8
+    with pytest.raises(ConfigError, match=r"'train\.batch_size'.*data\.text\.window"):
+        load_config("sentences", [*TINY, f"data.root={corpus}", "train.batch_size=8"])
+    # more sentences than the training split holds: known only once the corpus is read
+    with pytest.raises(ConfigError, match=r"data\.text\.window"):
+        load_data(load_config("sentences", [*TINY, f"data.root={corpus}", "data.text.window=999"]))

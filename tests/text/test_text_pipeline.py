@@ -11,8 +11,9 @@ import torch
 from typer.testing import CliRunner
 
 from hardneg.cli import app
+from hardneg.data.text.splits import split_by_article
+from hardneg.modalities.articles import ArticleBatches, Articles
 from hardneg.models.bow import BagOfWords
-from hardneg.modalities.articles import split_by_article
 from hardneg.pipeline.config import ConfigError, load_config
 from hardneg.pipeline.experiment import load_data
 
@@ -41,6 +42,7 @@ def _write_tsv(path: Path, *, per_article: int = 8, extra: str = "") -> Path:
 
 TINY = ["data.text.source=tsv", "data.text.min_count=1", "train.batch_size=16", "train.epochs=4",
         "eval.kwise=[1]", "eval.kwise_tasks=50", "eval.knn_k=5", "eval.figures=false", "train.progress=false"]
+_step = Articles().step  # the modality's own training step
 
 
 def test_bag_of_words_is_the_mean_of_word_embeddings() -> None:
@@ -92,18 +94,41 @@ def test_trains_and_separates_articles(tmp_path: Path) -> None:
     assert "kitten" in Vocabulary.load(out / "vocab.json")  # the run folder keeps its vocabulary
 
 
-@pytest.mark.parametrize(
-    ("overrides", "key"),
-    [
-        (["data.text.source=tsv"], "data.root"),
-        (["data.text.num_articles=99"], "data.text.num_articles"),
-    ],
-)
-def test_bad_text_settings_name_the_key(tmp_path: Path, overrides: list[str], key: str) -> None:
-    extra = [f"data.root={_write_tsv(tmp_path / 'c.tsv')}"] if key != "data.root" else []
-    cfg = load_config("articles", [*TINY, *extra, *overrides])
-    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+def test_bad_text_settings_name_the_key(tmp_path: Path) -> None:
+    # known from the config alone: refused when it is loaded, before anything is written
+    with pytest.raises(ConfigError, match=r"data\.root"):
+        load_config("articles", [*TINY, "data.text.source=tsv"])
+    # known only once the corpus is read: refused when the data are loaded, naming the key
+    path = _write_tsv(tmp_path / "c.tsv")
+    cfg = load_config("articles", [*TINY, f"data.root={path}", "data.text.num_articles=99"])
+    with pytest.raises(ConfigError, match=r"data\.text\.num_articles"):
         load_data(cfg)
+    lonely = tmp_path / "lonely.tsv"
+    lonely.write_text("a\tOne sentence here.\nb\tAnother one there.\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"data\.root.*no article has two sentences"):
+        load_data(load_config("articles", [*TINY, f"data.root={lonely}"]))
+
+
+def test_keys_of_the_sentences_modality_are_refused_naming_the_valid_keys(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from hardneg.modalities.articles import ArticlesData
+
+    with pytest.raises(ValidationError):
+        ArticlesData.model_validate({"dataset": "articles", "text": {"context": 2}})
+    ok = ArticlesData.model_validate({"dataset": "articles", "text": {"block_size": 2}})
+    assert ok.text.block_size == 2
+    for key in ("context=2", "positives=mean", "self_score=zero", "window=16"):
+        with pytest.raises(ConfigError) as err:
+            load_config("articles", [f"data.text.{key}"])
+        message = str(err.value)
+        assert f"unknown config key 'data.text.{key.split('=')[0]}'" in message
+        assert ("valid keys in 'data.text': block_size, corpus_negatives, max_length, min_count, "
+                "num_articles, source, supervised") in message
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["train", "articles", "data.text.context=2", "--out", str(out)])
+    assert result.exit_code == 2 and "data.text.context" in result.output and "block_size" in result.output
+    assert not out.exists()  # refused before anything is written
 
 
 def test_image_encoders_are_refused_for_sentences() -> None:
@@ -114,7 +139,6 @@ def test_image_encoders_are_refused_for_sentences() -> None:
 
 
 def test_corpus_negatives_do_not_depend_on_the_batch_size(tmp_path: Path) -> None:
-    from hardneg.modalities.articles import ArticleBatches, _step
     from hardneg.pipeline.build import build_loss, build_module
 
     path = _write_tsv(tmp_path / "c.tsv")
@@ -146,6 +170,7 @@ def test_corpus_negatives_train_and_refuse_a_larger_k(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, [*base, "loss.num_negatives=30", "--out", str(tmp_path / "r2")])
     assert bad.exit_code == 2
     assert "loss.num_negatives" in bad.output and "corpus_negatives = 24" in bad.output
+    assert not (tmp_path / "r2").exists()  # a config-time check: nothing written
 
 
 def test_mean_classifier_from_k_shots(tmp_path: Path) -> None:
@@ -170,7 +195,6 @@ def test_mean_classifier_from_k_shots(tmp_path: Path) -> None:
 
 def test_blocks_average_b_sentences_of_one_article(tmp_path: Path) -> None:
     """Arora et al.'s block loss: each item is b sentences of one article, represented by their mean."""
-    from hardneg.modalities.articles import ArticleBatches, _step
     from hardneg.pipeline.build import build_loss, build_module
 
     path = _write_tsv(tmp_path / "c.tsv")
@@ -201,6 +225,36 @@ def test_blocks_average_b_sentences_of_one_article(tmp_path: Path) -> None:
     assert ok.exit_code == 0, ok.output
 
 
+def test_the_block_step_is_arora_et_al_block_loss(tmp_path: Path) -> None:
+    """One block loss: at temperature 1 on unnormalised scores the articles step with blocks of b
+    sentences is ``objectives.block_loss`` (logistic, base e; Arora et al., ICML 2019, eq. (12)) with
+    each block's mean as the anchor and the 2B − 2 other blocks of the batch as negative blocks."""
+    from hardneg.objectives.block import block_loss
+    from hardneg.pipeline.build import build_loss, build_module
+
+    b, items = 3, [0, 7, 20, 33]
+    path = _write_tsv(tmp_path / "c.tsv")
+    cfg = load_config("articles", [*TINY, f"data.root={path}", f"data.text.block_size={b}",
+                                   "loss.temperature=1.0", "loss.normalize=false"])
+    train, _ = load_data(cfg)
+    module, _ = build_module(cfg, train)
+    x, _, labels, _ = ArticleBatches(train, seed=0, block_size=b)[items]
+    out = _step(module.encoder, build_loss(cfg), x, labels=labels, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        a_blocks = module.encoder(x["anchor"])[1].double().reshape(len(items), b, -1)
+        p_blocks = module.encoder(x["positive"])[1].double().reshape(len(items), b, -1)
+    blocks = torch.cat([a_blocks, p_blocks])  # (2B, b, d): every block of the batch
+    n = len(items)
+    per = []
+    for own, partner in ((a_blocks, p_blocks), (p_blocks, a_blocks)):
+        for i in range(n):
+            others = [j for j in range(2 * n) if j not in (i, (i + n) % (2 * n))]
+            per.append(block_loss(own[i].mean(0)[None], partner[i][None], blocks[others][None],
+                                  loss="logistic", reduction="none"))
+    ref = torch.cat(per).mean()
+    assert float(out.loss.detach()) == pytest.approx(float(ref), rel=1e-5)
+
+
 def test_the_notice_counts_only_dropped_articles_of_the_kept_classes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -213,7 +267,6 @@ def test_supervised_baseline_trains_the_encoder_with_labels(tmp_path: Path) -> N
     """Arora et al.'s Supervised columns: f trained by cross-entropy of a linear layer over articles."""
     import torch.nn.functional as F
 
-    from hardneg.modalities.articles import ArticleBatches, _step
     from hardneg.pipeline.build import build_loss, build_module
 
     path = _write_tsv(tmp_path / "c.tsv")
@@ -241,6 +294,5 @@ def test_supervised_baseline_trains_the_encoder_with_labels(tmp_path: Path) -> N
 @pytest.mark.parametrize("extra", ["data.text.block_size=2", "data.text.corpus_negatives=8"])
 def test_supervised_refuses_blocks_and_corpus_negatives(tmp_path: Path, extra: str) -> None:
     path = _write_tsv(tmp_path / "c.tsv")
-    cfg = load_config("articles", [*TINY, f"data.root={path}", "data.text.supervised=true", extra])
     with pytest.raises(ConfigError, match=r"data\.text\.supervised"):
-        load_data(cfg)
+        load_config("articles", [*TINY, f"data.root={path}", "data.text.supervised=true", extra])

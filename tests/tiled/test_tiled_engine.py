@@ -10,7 +10,7 @@ import torch
 
 from hardneg import ContrastiveLoss, negatives, objectives
 from hardneg._ramp import Ramp
-from hardneg.queue import MemoryQueue
+from hardneg.queue import MemoryQueue, QueueLoss
 from hardneg.tiled import TileMask, tiled_lse
 from hardneg.tiled.rowmean import tiled_row_mean
 from tests.reference.data import views
@@ -67,7 +67,7 @@ def test_simclr_layout_equals_materialised(dist: str, obj: str, k: int | None, c
     mat, til = ContrastiveLoss(**kw), ContrastiveLoss(memory_budget=0, tile_size=10, **kw)
 
     def call(loss: ContrastiveLoss, xs: list[torch.Tensor]):  # type: ignore[no-untyped-def]
-        return loss.detailed(xs[0], xs[1], labels=labels, generator=torch.Generator().manual_seed(3))
+        return loss(xs[0], xs[1], labels=labels, generator=torch.Generator().manual_seed(3), details=True)
 
     out_a, out_b, ga, gb = _pair(mat, til, call, [z1, z2])
     _close(out_a, out_b, ga, gb, rtol=1e-10)
@@ -90,7 +90,7 @@ def test_hinge_max_equals_materialised(k: int | None, collision_free: bool) -> N
     mat, til = ContrastiveLoss(**kw), ContrastiveLoss(memory_budget=0, tile_size=10, **kw)
 
     def call(loss: ContrastiveLoss, xs: list[torch.Tensor]):  # type: ignore[no-untyped-def]
-        return loss.detailed(xs[0], xs[1], labels=labels, generator=torch.Generator().manual_seed(3))
+        return loss(xs[0], xs[1], labels=labels, generator=torch.Generator().manual_seed(3), details=True)
 
     out_a, out_b, ga, gb = _pair(mat, til, call, [z1, z2])
     # both sides of the kink occur
@@ -140,7 +140,7 @@ def test_pair_layout_with_an_explicit_mask(normalize: bool, tile: int) -> None:
     mat, til = ContrastiveLoss(**kw), ContrastiveLoss(memory_budget=0, tile_size=tile, **kw)
 
     def call(loss: ContrastiveLoss, xs: list[torch.Tensor]):  # type: ignore[no-untyped-def]
-        return loss.pair_detailed(xs[0], xs[1], xs[2], mask=mask)
+        return loss.pair(xs[0], xs[1], xs[2], mask=mask, details=True)
 
     _close(*_pair(mat, til, call, [a, p, c]), rtol=1e-10)
 
@@ -156,7 +156,10 @@ def test_memory_queue_layout_float32() -> None:
     mat, til = ContrastiveLoss(**kw), ContrastiveLoss(memory_budget=0, tile_size=128, **kw)
     q, k = torch.randn(24, 16, generator=g), torch.randn(24, 16, generator=g)
     out_a, out_b, ga, gb = _pair(
-        mat, til, lambda loss, xs: loss.queue_detailed(xs[0], xs[1], qa if loss is mat else qb), [q, k]
+        mat,
+        til,
+        lambda loss, xs: QueueLoss(loss, qa if loss is mat else qb)(xs[0], xs[1], details=True),
+        [q, k],
     )
     _close(out_a, out_b, ga, gb, rtol=1e-6)
     torch.testing.assert_close(qa.keys, qb.keys)
@@ -164,9 +167,9 @@ def test_memory_queue_layout_float32() -> None:
 
 def test_automatic_choice_follows_the_memory_budget() -> None:
     z1, z2 = views(b=8, d=4)
-    assert "tiled" not in ContrastiveLoss().detailed(z1, z2).diagnostics
+    assert "tiled" not in ContrastiveLoss()(z1, z2, details=True).diagnostics
     # 16 x 16 float64 matrices take ~8 KiB: a 1 KiB budget tiles, with a tile derived from it
-    out = ContrastiveLoss(memory_budget=1024).detailed(z1, z2)
+    out = ContrastiveLoss(memory_budget=1024)(z1, z2, details=True)
     assert out.diagnostics["tiled"] == 1.0
     torch.testing.assert_close(out.loss, ContrastiveLoss()(z1, z2))
 
@@ -291,7 +294,7 @@ def test_simclr_layout_float32_small_temperature(dist: str) -> None:
     mat, til = ContrastiveLoss(**kw), ContrastiveLoss(memory_budget=0, tile_size=64, **kw)
 
     def call(loss: ContrastiveLoss, xs: list[torch.Tensor]):  # type: ignore[no-untyped-def]
-        return loss.detailed(xs[0], xs[1])
+        return loss(xs[0], xs[1], details=True)
 
     out_a, out_b, ga, gb = _pair(mat, til, call, [z1, z2])
     assert torch.isfinite(out_b.loss) and all(torch.isfinite(x).all() for x in gb)
@@ -313,6 +316,6 @@ def test_compiled_tiles_equal_the_eager_engine() -> None:
         comp = ContrastiveLoss(temperature=0.2, memory_budget=0, tile_size=16, compile_tiles=True, **kw)  # type: ignore[arg-type]
 
         def call(loss: ContrastiveLoss, xs: list[torch.Tensor]):  # type: ignore[no-untyped-def]
-            return loss.detailed(xs[0], xs[1], generator=torch.Generator().manual_seed(4))
+            return loss(xs[0], xs[1], generator=torch.Generator().manual_seed(4), details=True)
 
         _close(*_pair(mat, comp, call, [z1, z2]), rtol=1e-10)

@@ -10,12 +10,10 @@ import pytest
 import torch
 
 from hardneg.data.latent import LatentClassSimulator
+from hardneg.data.vectors import BatchedLatent, BatchedPairs, LatentBatch, load_latent_splits
 from hardneg.pipeline.config import ConfigError, load_config, resolve_config_path
 from hardneg.pipeline.data import ContrastiveDataModule
 from hardneg.pipeline.experiment import evaluate_run, train_run
-from hardneg.data.vectors import BatchedPairs, load_latent_splits
-
-REPO = Path(__file__).resolve().parents[2]
 
 TINY_LATENT = [
     "data.latent.train_size=384",
@@ -190,10 +188,13 @@ def test_num_negatives_subsamples_the_batch(tmp_path):
         ("data.latent.dim=4", r"unknown config key 'data.latent.dim'.*valid keys in 'data.latent'"),
         (
             "model.encoder=small_cnn",
-            r"'model.encoder': data.dataset 'latent' \(vectors\) takes one of \['mlp'\]",
+            r"'model.encoder': data.dataset 'latent' \(latent\) takes one of \['mlp'\]",
         ),
-        ("data.augment=simclr", r"'data.augment': the views of data.dataset 'latent' .* got 'simclr'"),
-        ("data.oracle_positive=true", r"'data.oracle_positive'.*must be false"),
+        ("data.augment=simclr", r"unknown config key 'data.augment'.*valid keys in 'data'"),
+        ("data.oracle_positive=true", r"unknown config key 'data.oracle_positive'"),
+        ("data.layout=blocks", r"'data.layout': must be one of \['tuples', 'two_views'\], got 'blocks'"),
+        ("data.block_size=0", r"'data.block_size': must be >= 1, got 0"),
+        ("data.block_size=3", r"'data.block_size': blocks need data.layout = 'tuples'.*got 3"),
     ],
 )
 def test_bad_simulator_config_is_rejected_naming_the_key(override, pattern):
@@ -224,8 +225,94 @@ def test_non_uniform_prior_and_topics_are_accepted():
     assert cfg.data.latent.class_probs is not None and sum(cfg.data.latent.class_probs) == pytest.approx(1.0)
 
 
-def test_user_facing_copy_matches_the_packaged_config():
-    packaged = resolve_config_path("latent_classes")
-    assert (REPO / "configs" / "latent_classes.yaml").read_text() == packaged.read_text()
+def test_packaged_config():
+    assert resolve_config_path("latent_classes").is_file()
     cfg = load_config("latent_classes")
     assert (cfg.data.dataset, cfg.model.encoder) == ("latent", "mlp")
+    assert (cfg.data.layout, cfg.data.block_size) == ("two_views", 1)
+
+
+# -- Arora et al.'s tuple layout (data.layout: tuples) ---------------------------------------
+
+
+def test_blocks_extend_the_pairs():
+    """Block b: the same anchors, the pair's positive first, b - 1 more draws of the class."""
+    train, test = load_latent_splits(num_classes=4, input_dim=6, train_size=20, test_size=10, seed=3)
+    blocks, test_b = load_latent_splits(
+        num_classes=4, input_dim=6, train_size=20, test_size=10, seed=3, block_size=3
+    )
+    assert blocks.positives.shape == (20, 3, 6)
+    assert torch.equal(blocks.inputs, train.inputs) and torch.equal(blocks.positives[:, 0], train.positives)
+    assert torch.equal(blocks.labels, train.labels) and torch.equal(test_b.inputs, test.inputs)
+    assert not torch.equal(blocks.positives[:, 1], blocks.positives[:, 2])
+    batch, _, _, idx = BatchedLatent(blocks)[[2, 0]]
+    assert isinstance(batch, LatentBatch) and batch.positives.shape == (2, 3, 6)
+    assert torch.equal(batch.anchors, blocks.inputs[[2, 0]]) and idx.tolist() == [2, 0]
+
+
+def test_tuple_layout_trains_against_the_other_items(tmp_path):
+    cfg = load_config(
+        "latent_classes",
+        tiny_latent("data.layout=tuples", "train.epochs=1", "eval.linear=false", "eval.figures=false"),
+    )
+    row = train_run(cfg, tmp_path / "tuples", quiet=True).history[-1]
+    assert row["num_negatives"] == 63.0  # the B - 1 other items' positives
+    assert 0.0 < row["collision_rate"] < 0.25
+
+
+def test_block_layout_with_k_and_collision_free(tmp_path):
+    cfg = load_config(
+        "latent_classes",
+        tiny_latent(
+            "data.layout=tuples",
+            "data.block_size=3",
+            "loss.num_negatives=5",
+            "loss.collision_free=true",
+            "loss.objective.name=logistic",
+            "train.epochs=1",
+            "eval.linear=false",
+            "eval.figures=false",
+        ),
+    )
+    result = train_run(cfg, tmp_path / "blocks", quiet=True)
+    row = result.history[-1]
+    assert row["num_negatives"] == 5.0 and row["collision_rate"] == 0.0
+    assert 0.0 <= result.eval["mean_top1"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "pattern"),
+    [
+        (
+            ["data.layout=tuples", "loss.num_negatives=64"],
+            r"'loss.num_negatives': must be <= train.batch_size - 1 = 63 .*got 64",
+        ),
+        (
+            ["data.layout=tuples", "train.drop_last=false", "data.latent.train_size=385"],
+            r"'train.drop_last': the last batch would hold 1 item\(s\)",
+        ),
+    ],
+)
+def test_bad_tuple_layout_is_rejected(overrides, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        load_config("latent_classes", tiny_latent(*overrides))
+
+
+def test_two_view_step_is_the_engines():
+    """The default layout: both views through the encoder, then the loss with details=True."""
+    from hardneg import ContrastiveLoss
+    from hardneg.modalities.latent import Latent
+
+    train, _ = load_latent_splits(num_classes=3, input_dim=4, train_size=16, test_size=4)
+    torch.manual_seed(0)
+    enc = torch.nn.Linear(4, 3)
+
+    def encoder(x):
+        z = enc(x)
+        return z, z
+
+    loss = ContrastiveLoss(temperature=0.5)
+    batch, _, y, _ = BatchedLatent(train)[list(range(8))]
+    out = Latent().step(encoder, loss, batch, labels=y, generator=torch.Generator().manual_seed(0))
+    ref = loss(enc(train.inputs[:8]), enc(train.positives[:8]), labels=y, details=True)
+    assert torch.equal(out.loss, ref.loss) and out.per_anchor.shape == (16,)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from hardneg.pipeline.compare import beta_series
+from hardneg.pipeline.groups import beta_series
 from hardneg.pipeline.config import load_config, with_overrides
 from hardneg.pipeline.paired import format_paired, paired_differences
 

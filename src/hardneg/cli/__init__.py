@@ -10,7 +10,6 @@
     hardneg config CONFIG [key=value ...]      # print the resolved config
     hardneg configs                            # list the packaged configs
     hardneg theory ...                         # bounds, optimal K, collisions (if installed)
-    hardneg graphs compare|train ...           # InfoGraph with hard / debiased / OT negatives
     hardneg data wiki OUT.tsv --dump DUMP      # a Wikipedia dump -> sentences labelled by article
     hardneg data senteval DIR                  # MR, CR, SUBJ-like, TREC in SentEval layouts (offline)
 
@@ -28,7 +27,6 @@ from typing import Annotated
 
 import typer
 
-from hardneg.graphs.cli import app as graphs_app
 from hardneg.cli.data import app as data_app
 from hardneg.cli.theory import app as theory_app
 
@@ -163,51 +161,50 @@ def evaluate(run: Annotated[Path, typer.Argument(help="run folder written by `ha
     typer.echo(" ".join(f"{k}={100 * v:.2f}" for k, v in result.eval.items()))
 
 
-def _print_group(result, label: str, wall: float, quiet: bool, paired: bool = False) -> None:  # type: ignore[no-untyped-def]
-    from hardneg.pipeline.compare import format_table, paired_table
+def _print_group(result, label: str, wall: float, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+    from hardneg.pipeline.groups import format_table, paired_table
     from hardneg.pipeline.run_folder import timing_lines
 
     seeds = max((len(v) for v in result.runs.values()), default=0)
     typer.echo(format_table(result.table, label=label, seeds=seeds))
-    table = paired_table(result) if paired else ""
+    table = paired_table(result)
     if table:
         typer.echo(f"\npaired differences to {next(iter(result.runs))} (same seeds):\n{table}")
     if not quiet:
-        _echo(f"\nresults: {result.root} (table.md, results.csv, figures/)")
+        figures = ", figures/" if (result.root / "figures").is_dir() else ""
+        wrote = f"table.md, results.csv, summary.md{figures}"
+        _echo(f"\nresults: {result.root} ({wrote})")
         _echo("time summed over runs:\n" + "\n".join(timing_lines(result.timing)))
         _echo(f"wall time: {wall:.1f} s")
+
+
+def _run_group(kind: str, config: str, overrides: list[str] | None, out: Path | None, resume: bool,
+               force: bool, quiet: bool) -> None:
+    cfg = _load(config, overrides)
+    _quiet_lightning()
+    from hardneg.pipeline.groups import run_group
+
+    start = time.perf_counter()
+    try:
+        result = run_group(cfg, kind, out, resume=resume, force=force, quiet=quiet, echo=_echo)
+    except _USER_ERRORS as err:
+        raise _fail(err) from None
+    label = "strategy" if kind == "compare" else "grid point"
+    _print_group(result, label, time.perf_counter() - start, quiet)
 
 
 @app.command()
 def compare(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None, resume: ResumeOpt = False,
             force: ForceOpt = False, quiet: QuietOpt = False) -> None:
     """Several negative strategies x seeds on the same data and budget -> table + figures."""
-    cfg = _load(config, overrides)
-    _quiet_lightning()
-    from hardneg.pipeline.compare import run_compare
-
-    start = time.perf_counter()
-    try:
-        result = run_compare(cfg, out, resume=resume, force=force, quiet=quiet, echo=_echo)
-    except _USER_ERRORS as err:
-        raise _fail(err) from None
-    _print_group(result, "strategy", time.perf_counter() - start, quiet, paired=True)
+    _run_group("compare", config, overrides, out, resume, force, quiet)
 
 
 @app.command()
 def sweep(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None, resume: ResumeOpt = False,
           force: ForceOpt = False, quiet: QuietOpt = False) -> None:
     """A grid over dotted keys (sweep.grid) x seeds -> table + accuracy curves."""
-    cfg = _load(config, overrides)
-    _quiet_lightning()
-    from hardneg.pipeline.sweep import run_sweep
-
-    start = time.perf_counter()
-    try:
-        result = run_sweep(cfg, out, resume=resume, force=force, quiet=quiet, echo=_echo)
-    except _USER_ERRORS as err:
-        raise _fail(err) from None
-    _print_group(result, "grid point", time.perf_counter() - start, quiet)
+    _run_group("sweep", config, overrides, out, resume, force, quiet)
 
 
 @app.command()
@@ -259,7 +256,6 @@ def configs() -> None:
 
 
 app.add_typer(theory_app, name="theory", help="Theory: bounds, optimal K, collision probabilities.")
-app.add_typer(graphs_app, name="graphs", help="Graphs: InfoGraph with hard, debiased and OT negatives.")
 app.add_typer(data_app, name="data",
               help="Build data: a Wikipedia dump -> article-labelled sentences; SentEval task folders.")
 

@@ -21,8 +21,8 @@ from hardneg.config.schema import (
 
 __all__ = [
     "CompareConfig",
-    "DataSection",
     "ConfigError",
+    "DataSection",
     "EvalConfig",
     "LossConfig",
     "MocoConfig",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializeAsAny
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
@@ -87,6 +87,15 @@ class LossConfig(Section):
     gather_distributed: bool = Field(True, description="gather negatives across processes under DDP")
     memory_budget: int = Field(4 << 30, ge=0, description="bytes of (A, N) matrices before the tiled engine")
     anneal: AnnealConfig = Field(default_factory=AnnealConfig)
+    _built: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def keep_built(self, part: str, component: Any) -> None:
+        """Keep the component ``part`` (``negatives`` / ``objective``) built when the config was validated."""
+        self._built[part] = component
+
+    def take_built(self, part: str) -> Any | None:
+        """The component built at validation, handed out once (then ``None``: build a fresh one)."""
+        return self._built.pop(part, None)
 
 
 class TrainConfig(Section):

@@ -9,6 +9,10 @@ Reproducibility contract (what makes ``--resume`` end where an uninterrupted run
   a generator seeded by the batch's own indices (:class:`SameClassPartners`), so it does not
   depend on how many batches came before.
 
+The drop-last rule lives here alone: with ``drop_last`` the last incomplete batch is dropped
+(SimCLR's fixed N = 2B − 2 negatives); without it the last batch is kept unless it holds a single
+item, which has no negatives.
+
 Batches are fetched with one tensor indexing per batch (the sampler yields whole batches and
 the dataset indexes with a list), not item by item.
 """
@@ -73,7 +77,7 @@ class EpochBatchSampler(Sampler[list[int]]):
         self.epoch = int(epoch)
 
     def __len__(self) -> int:
-        if self.drop_last:
+        if self.drop_last or self._per_rank % self.batch_size == 1:
             return self._per_rank // self.batch_size
         return math.ceil(self._per_rank / self.batch_size)
 
@@ -89,8 +93,8 @@ class EpochBatchSampler(Sampler[list[int]]):
         shard = order[:total][self.rank :: self.num_replicas].tolist()
         for start in range(0, len(shard), self.batch_size):
             batch = shard[start : start + self.batch_size]
-            if self.drop_last and len(batch) < self.batch_size:
-                return
+            if len(batch) < self.batch_size and (self.drop_last or len(batch) == 1):
+                return  # dropped; a last batch of one item (no negatives) always is
             yield batch
 
 

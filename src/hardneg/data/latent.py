@@ -26,8 +26,8 @@ import torch
 from numpy.typing import NDArray
 from torch.utils.data import Dataset
 
-from ._checks import check_int, check_real, resolve_probs
-from .collisions import collision_probability
+from hardneg.theory._checks import check_int, check_real, resolve_probs
+from hardneg.theory.collisions import collision_probability
 
 __all__ = ["BlockBatch", "LatentClassSimulator", "TupleBatch"]
 
@@ -221,12 +221,23 @@ class LatentClassSimulator(Dataset[tuple[torch.Tensor, torch.Tensor, int]]):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor, int]:
         """(view1, view2, label): two independent samples of one class c ∼ ρ (true positives)."""
+        x, positives, c = self.item_block(index, 1)
+        return x, positives[0], c
+
+    def item_block(self, index: int, block_size: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Item ``index`` with ``block_size`` positives: ``(x (D,), x⁺_1..x⁺_b (b, D), c)``.
+
+        All b + 1 points are independent draws of 𝒟_c, c ∼ ρ (Arora et al.'s block, ICML 2019,
+        §6.3, eq. (12)), deterministic given ``(seed, index)``. The draws are sequential, so
+        ``x`` and ``x⁺_1`` are item ``index``'s two views and a larger block only adds points.
+        """
         if not 0 <= index < self.length:
             raise IndexError(f"index must be in [0, {self.length}), got {index}")
+        b = check_int("block_size", block_size, 1)
         g = np.random.default_rng([self.seed, 2, int(index)])
         c = self.sample_classes(1, g)
-        x = self.sample_inputs(np.repeat(c, 2), g)
-        return torch.from_numpy(x[0]), torch.from_numpy(x[1]), int(c[0])
+        x = torch.from_numpy(self.sample_inputs(np.repeat(c, 1 + b), g))
+        return x[0], x[1:], int(c[0])
 
     def __repr__(self) -> str:
         return (

@@ -1,6 +1,6 @@
 """The latent-class simulator as training data (``data.dataset: latent``).
 
-Arora et al.'s data model (seed ``003`` §2, :class:`~hardneg.data.latent.LatentClassSimulator`):
+Arora et al.'s data model (ICML 2019, §2; :class:`~hardneg.data.latent.LatentClassSimulator`):
 a class c ∼ ρ, and a similar pair (x, x⁺) is two independent draws of 𝒟_c (eq. 1). The
 training split is the first ``train_size`` items of the simulator's ``Dataset`` API — item i is
 ``(x_i, x⁺_i, c_i)``, deterministic given ``(seed, i)`` — materialised once, so every epoch and
@@ -13,6 +13,11 @@ appears twice, once per view), so a negative shares the anchor's class with prob
 Σ_c ρ_c² — collisions happen exactly as the theory assumes, and ``loss.collision_free`` (the
 oracle) removes them using the latent labels.
 
+With ``block_size = b`` each training item carries b positives instead of one — a block of b
+points of its class (Arora et al., ICML 2019, §6.3, eq. (12)) — and a batch is a
+:class:`LatentBatch` of anchors and blocks, for Arora et al.'s tuple layout (the latent
+modality's own step): each anchor against its block, the negatives the other items' blocks.
+
 Evaluation: the classifiers (linear, kNN, mean classifier, k-wise) are fitted on the first views
 x_i with their classes c_i and scored on a separate labelled draw of ``test_size`` samples
 (:meth:`~hardneg.data.latent.LatentClassSimulator.sample_labelled` from the generator
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -32,7 +38,15 @@ from torch.utils.data import Dataset
 from hardneg.data.images import LabeledImages
 from hardneg.data.latent import LatentClassSimulator
 
-__all__ = ["BatchedPairs", "LabeledVectors", "Split", "load_latent_splits", "split_inputs"]
+__all__ = [
+    "BatchedLatent",
+    "BatchedPairs",
+    "LabeledVectors",
+    "LatentBatch",
+    "Split",
+    "load_latent_splits",
+    "split_inputs",
+]
 
 # stream of numpy.random.default_rng([seed, _TEST_STREAM]) for the labelled test draw; the
 # simulator itself uses default_rng(seed), [seed, 1] (means/topics) and [seed, 2, i] (item i)
@@ -48,7 +62,7 @@ class LabeledVectors:
         labels: ``(N,)`` int64.
         classes: class names; ``classes[labels[i]]`` names sample ``i``.
         positives: ``(N, D)`` float32, a true positive of each input (another sample of the
-            same class), or ``None`` (a test split).
+            same class), or ``(N, b, D)``, a block of b of them, or ``None`` (a test split).
     """
 
     inputs: Tensor
@@ -62,9 +76,12 @@ class LabeledVectors:
         n = self.inputs.shape[0]
         if self.labels.shape != (n,):
             raise ValueError(f"labels must have shape (N,) = ({n},), got {tuple(self.labels.shape)}")
-        if self.positives is not None and self.positives.shape != self.inputs.shape:
-            raise ValueError(f"positives must have the shape of inputs {tuple(self.inputs.shape)}, "
-                             f"got {tuple(self.positives.shape)}")
+        if self.positives is not None:
+            p, (n, d) = tuple(self.positives.shape), tuple(self.inputs.shape)
+            if not (p == (n, d) or (len(p) == 3 and p[0] == n and p[2] == d and p[1] >= 1)):
+                raise ValueError(
+                    f"positives must have shape (N, D) = ({n}, {d}) or (N, b, D) = ({n}, b, {d}), got {p}"
+                )
 
     def __len__(self) -> int:
         return int(self.inputs.shape[0])
@@ -110,6 +127,43 @@ class BatchedPairs(Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]):
         return self.inputs[idx], self.positives[idx], self.labels[idx], idx
 
 
+class LatentBatch(NamedTuple):
+    """The ``x`` of a latent-class batch: the anchors and their positives.
+
+    ``positives`` ``(B, D)``: one positive per anchor, the two views of SimCLR's layout;
+    ``(B, b, D)``: a block of b positives per anchor, Arora et al.'s tuple layout (ICML 2019,
+    eq. (2); the block loss, eq. (12), for b > 1).
+    """
+
+    anchors: Tensor
+    """(B, D)"""
+    positives: Tensor
+    """(B, D) or (B, b, D)"""
+
+
+class BatchedLatent(Dataset[tuple[LatentBatch, Tensor, Tensor, Tensor]]):
+    """Index with a list of indices → ``(LatentBatch(inputs, positives), positives, labels, indices)``.
+
+    The batch of the latent modality's own step: ``x`` carries both the anchors and their
+    positives (pairs ``(B, D)`` or blocks ``(B, b, D)``, as the split holds them).
+    """
+
+    def __init__(self, data: LabeledVectors) -> None:
+        if data.positives is None:
+            raise ValueError("BatchedLatent needs data with positives (a training split), got positives=None")
+        self.inputs = data.inputs
+        self.positives = data.positives
+        self.labels = data.labels.long()
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def __getitem__(self, indices: list[int]) -> tuple[LatentBatch, Tensor, Tensor, Tensor]:
+        idx = torch.as_tensor(indices, dtype=torch.long).reshape(-1)
+        positives = self.positives[idx]
+        return LatentBatch(self.inputs[idx], positives), positives, self.labels[idx], idx
+
+
 def load_latent_splits(
     *,
     num_classes: int,
@@ -125,6 +179,7 @@ def load_latent_splits(
     train_size: int = 4096,
     test_size: int = 1024,
     seed: int = 0,
+    block_size: int | None = None,
 ) -> tuple[LabeledVectors, LabeledVectors]:
     """``(train, test)`` from one :class:`~hardneg.data.latent.LatentClassSimulator`.
 
@@ -132,7 +187,10 @@ def load_latent_splits(
     ``(x, x⁺)`` of one class c ∼ ρ (``inputs``, ``positives``, ``labels`` = c). ``test``:
     ``test_size`` labelled samples x ∼ 𝒟_c, c ∼ ρ, independent of the training pairs. The
     simulator's arguments are passed through (see its docstring); ``input_dim`` is the
-    dimension of ``gaussian`` data, ``vocab_size`` that of ``topics`` data.
+    dimension of ``gaussian`` data, ``vocab_size`` that of ``topics`` data. With
+    ``block_size = b`` the positives are blocks ``(train_size, b, D)``
+    (:meth:`~hardneg.data.latent.LatentClassSimulator.item_block`: the same anchors, and the
+    first positive of each block is the pair's positive).
 
     Example:
         >>> train, test = load_latent_splits(num_classes=3, input_dim=4, train_size=6, test_size=5)
@@ -145,9 +203,11 @@ def load_latent_splits(
         noise_std=noise_std, vocab_size=vocab_size, topic_words=topic_words, doc_length=doc_length,
         background=background, length=train_size, seed=seed,
     )
-    items = [sim[i] for i in range(len(sim))]
+    items = [sim.item_block(i, block_size or 1) for i in range(len(sim))]
     x = torch.stack([item[0] for item in items])
     x_pos = torch.stack([item[1] for item in items])
+    if block_size is None:
+        x_pos = x_pos[:, 0]  # pairs: (N, D)
     y = torch.tensor([item[2] for item in items], dtype=torch.long)
     x_test, y_test = sim.sample_labelled(test_size, rng=np.random.default_rng([seed, _TEST_STREAM]))
     classes = tuple(str(c) for c in range(num_classes))

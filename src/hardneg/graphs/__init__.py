@@ -1,10 +1,12 @@
-"""Graphs: InfoGraph (Sun et al., ICLR 2020) with a controllable negative distribution.
+"""Graph losses: InfoGraph's local–global objective (Sun et al., ICLR 2020), negatives of your choice.
 
 Hard, debiased and optimal-transport negatives for graph-level representations as in Robinson
-et al. (ICLR 2021), §5.2 and App. B: local (node) vs global (graph) scores of a batch of graphs,
-a GIN encoder (Xu et al., ICLR 2019), readers of the TU format, embedded synthetic graph
-families, and real molecules. Needs ``torch_geometric`` (the ``toolkit`` extra). Names are
-imported on first use, so ``hardneg --help`` does not load PyG.
+et al. (ICLR 2021), §5.2 and App. B: every node of a batch of graphs scored against every graph
+(:class:`InfoGraphLoss`, :func:`local_global_detailed`), and the authors' released loss with each
+of its deviations from the paper a switch (:func:`released_local_global_loss`). Losses only: the
+GIN encoder is :mod:`hardneg.models.gin`, the data :mod:`hardneg.data.graphs`, training the graph
+modality of the pipeline (:mod:`hardneg.modalities.graphs`, ``hardneg train graphs``). Names are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -17,11 +19,8 @@ _WHERE = {
     "RELEASED_SWITCHES": "hardneg.graphs.released",
     "local_global_detailed": "hardneg.graphs.objective",
     "local_global_mask": "hardneg.graphs.objective",
+    "local_global_pairs": "hardneg.graphs.objective",
     "released_local_global_loss": "hardneg.graphs.released",
-    "embed_graphs": "hardneg.graphs.train",
-    "parse_method": "hardneg.graphs.methods",
-    "run_graph_compare": "hardneg.graphs.experiment",
-    "train_infograph": "hardneg.graphs.train",
 }
 
 __all__ = sorted(_WHERE)

@@ -18,6 +18,9 @@ The loss is the mean over nodes, i.e. ``E_{u∼p̂}`` of Robinson et al.'s App. 
 
 from __future__ import annotations
 
+import warnings
+from typing import Literal, overload
+
 import torch
 from torch import Tensor, nn
 
@@ -75,7 +78,7 @@ def local_global_mask(batch: Tensor, num_graphs: int) -> Tensor:
 def local_global_pairs(
     local: Tensor, global_: Tensor, batch: Tensor, labels: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor | None]]:
-    """The pair layout of a local–global batch for :meth:`~hardneg.ContrastiveLoss.pair_detailed`.
+    """The pair layout of a local–global batch for :meth:`~hardneg.ContrastiveLoss.pair`.
 
     Anchors are the nodes ``local`` (A, d), each node's positive its own graph ``global_[batch]``
     (A, d), the candidates every graph ``global_`` (B, d), with ``mask`` (A, B) excluding the
@@ -110,7 +113,16 @@ def local_global_detailed(
     of :class:`InfoGraphLoss`. Shapes: (A, d), (B, d), (A,) and optional (B,) labels.
     """
     anchors, positives, candidates, kw = local_global_pairs(local, global_, batch, labels)
-    return loss.pair_detailed(anchors, positives, candidates, generator=generator, **kw)
+    return loss.pair(
+        anchors,
+        positives,
+        candidates,
+        mask=kw["mask"],
+        anchor_labels=kw["anchor_labels"],
+        candidate_labels=kw["candidate_labels"],
+        generator=generator,
+        details=True,
+    )
 
 
 class InfoGraphLoss(nn.Module):
@@ -185,17 +197,29 @@ class InfoGraphLoss(nn.Module):
     def objective(self) -> Objective:
         return self.loss.objective
 
-    def detailed(
+    @overload
+    def forward(
         self,
         local: Tensor,
         global_: Tensor,
         batch: Tensor,
         *,
-        labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """Loss and diagnostics. ``labels``: (B,) graph labels (collision-free negatives, diagnostics)."""
-        return local_global_detailed(self.loss, local, global_, batch, labels=labels, generator=generator)
+        labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[False] = ...,
+    ) -> Tensor: ...
+
+    @overload
+    def forward(
+        self,
+        local: Tensor,
+        global_: Tensor,
+        batch: Tensor,
+        *,
+        labels: Tensor | None = ...,
+        generator: torch.Generator | None = ...,
+        details: Literal[True],
+    ) -> LossOutput: ...
 
     def forward(
         self,
@@ -205,7 +229,40 @@ class InfoGraphLoss(nn.Module):
         *,
         labels: Tensor | None = None,
         generator: torch.Generator | None = None,
-    ) -> Tensor:
-        """The loss (mean over nodes). Shapes: (A, d), (B, d), (A,) → scalar."""
+        details: bool = False,
+    ) -> Tensor | LossOutput:
+        """The loss (mean over nodes); with ``details=True`` a :class:`LossOutput` with diagnostics.
+
+        Shapes: (A, d), (B, d), (A,) and optional (B,) graph labels (collision-free negatives,
+        diagnostics) → scalar.
+        """
+        if details:
+            return local_global_detailed(self.loss, local, global_, batch, labels=labels, generator=generator)
         anchors, positives, candidates, kw = local_global_pairs(local, global_, batch, labels)
-        return self.loss.pair_forward(anchors, positives, candidates, generator=generator, **kw)
+        return self.loss.pair(
+            anchors,
+            positives,
+            candidates,
+            mask=kw["mask"],
+            anchor_labels=kw["anchor_labels"],
+            candidate_labels=kw["candidate_labels"],
+            generator=generator,
+        )
+
+    def detailed(
+        self,
+        local: Tensor,
+        global_: Tensor,
+        batch: Tensor,
+        *,
+        labels: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> LossOutput:
+        """Deprecated: ``loss(local, global_, batch, details=True)``."""
+        warnings.warn(
+            "InfoGraphLoss.detailed is deprecated; use loss(local, global_, batch, details=True) "
+            "— removed in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.forward(local, global_, batch, labels=labels, generator=generator, details=True)

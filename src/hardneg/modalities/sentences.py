@@ -1,20 +1,22 @@
 """Sentences in order through the training pipeline: the modality behind ``data.dataset: sentences``.
 
 Quick-thoughts (Logeswaran & Lee, ICLR 2018) with the negatives of Robinson et al. (ICLR 2021,
-§5.3): a batch is B **contiguous** sentences of the corpus, ``f`` embeds them as anchors and ``g``
-as candidates, a sentence's neighbours in its document are its positives
-(:mod:`hardneg.text.quickthoughts`). The encoders are ``model.encoder: bow`` (the mean of word
-embeddings, the cheap option) or ``gru`` (QT's: ``model.width`` = word-embedding size,
-``model.feature_dim`` = hidden size, ``model.bidirectional``); the representation is ``[f; g]``.
+§5.3): a training step is one **window** of ``data.text.window`` contiguous sentences of the
+corpus, ``f`` embeds them as anchors and ``g`` as candidates, a sentence's neighbours in its
+document are its positives (:mod:`hardneg.text.quickthoughts`). The encoders are
+``model.encoder: bow`` (the mean of word embeddings, the cheap option) or ``gru`` (QT's:
+``model.width`` = word-embedding size, ``model.feature_dim`` = hidden size,
+``model.bidirectional``); the representation is ``[f; g]``.
 
 Corpus (``data.text.source``): ``documents`` — a file at ``data.root`` with one sentence per line
 and a blank line between documents (BookCorpus-style; streamed, :mod:`hardneg.data.text.documents`), or
 ``wiki`` — the articles of a Wikipedia dump at ``data.root`` or of gensim's 106-article sample, in
 text order (each article a document). A seeded ``data.test_fraction`` of the *documents* is held
 out; its sentences give the test features (labels = document index). Documents of one sentence are
-left out (no positive) and counted. Batches are the corpus cut into windows of ``train.batch_size``
+left out (no positive) and counted. Batches are the corpus cut into windows of ``data.text.window``
 sentences, the windows shuffled every epoch; windows cross document boundaries (as QT's stream
-does), positives never do.
+does), positives never do. ``train.batch_size`` does not apply (a window *is* the batch): a value
+other than its default is an error that points to ``data.text.window``.
 
 Evaluation (``eval.senteval``): the SentEval tasks of a folder in SentEval's layouts
 (:mod:`hardneg.senteval`), by default the MR, CR, SUBJ-like and TREC sets prepared from installed
@@ -26,85 +28,87 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
-from hardneg.modalities.articles import TokenSplit
-from hardneg.modalities.base import IdentityViews, Modality
+from hardneg.config.errors import ConfigError
+from hardneg.config.schema import Section, TrainConfig
+from hardneg.modalities.base import DataSection, EvalResult, Modality
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
+    from hardneg.config.schema import RunConfig
+    from hardneg.data.text.documents import EncodedDocuments
+    from hardneg.data.text.splits import TokenSplit
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
-    from hardneg.data.text.documents import EncodedDocuments
-    from hardneg.pipeline.config import RunConfig
-    from hardneg.pipeline.evaluation import EvalResult
 
-__all__ = ["SENTENCES", "ContiguousWindows", "encode_sentences", "load_documents"]
+__all__ = ["ContiguousWindows", "Sentences", "SentencesData", "SentencesText", "encode_sentences"]
+
+_DEFAULT_TASKS = ("MR", "CR", "SUBJ", "TREC")
+_BATCH_SIZE_DEFAULT = TrainConfig.model_fields["batch_size"].default
 
 
-def load_documents(cfg: RunConfig) -> EncodedDocuments:
+class SentencesText(Section):
+    """``data.text`` of ``sentences``: the corpus, its tokens, the window and the QT loss's form."""
+
+    source: Literal["documents", "wiki"] = Field(
+        "wiki", description="documents: a file at data.root; wiki: a dump at data.root or gensim's sample"
+    )
+    min_count: int = Field(1, ge=1, description="tokens seen fewer times become <unk> (QT: 5)")
+    max_length: int = Field(64, ge=1, description="tokens kept per sentence (QT: 30)")
+    window: int = Field(
+        400, ge=2,
+        description="contiguous sentences per training step (QT's batch; replaces train.batch_size)",
+    )
+    context: int = Field(1, ge=1, description="neighbours on each side that are positives (QT: 1)")
+    positives: Literal["sum", "mean"] = Field(
+        "sum", description="sum = HCL's M-positive estimator; mean = the released QT loss"
+    )
+    self_score: Literal["exclude", "zero"] = Field(
+        "exclude", description="exclude the anchor; zero = QT code's 0 left in the softmax"
+    )
+
+
+class SentencesData(DataSection):
+    """``data`` of ``sentences``: where the corpus is, the split of documents, the text settings."""
+
+    root: str | None = Field(None, description="documents: the file of sentences; wiki: the dump (optional)")
+    test_fraction: float = Field(0.25, gt=0.0, lt=1.0, description="held-out fraction of the documents")
+    split_seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the split of documents")
+    train_subset: int | None = Field(None, ge=2, description="use only the first N training sentences")
+    test_subset: int | None = Field(None, ge=2, description="use only the first N test sentences")
+    text: SentencesText = Field(default_factory=SentencesText)
+
+
+def load_documents(d: SentencesData) -> EncodedDocuments:
     """The corpus of ``data.text.source`` (``documents`` or ``wiki``) as token ids, in order."""
     from hardneg.data.text.documents import encode_document_list, encode_documents
-    from hardneg.pipeline.config import ConfigError
-
-    t, root = cfg.data.text, cfg.data.root
-    if t.source == "documents":
-        if root is None:
-            raise ConfigError(
-                "invalid value for 'data.root': data.text.source=documents reads a file of "
-                "sentences (one per line, a blank line between documents), got None"
-            )
-        return encode_documents(root, min_count=t.min_count, max_length=t.max_length)
-    if t.source != "wiki":
-        raise ConfigError(
-            f"invalid value for 'data.text.source': data.dataset=sentences reads 'documents' or "
-            f"'wiki', got {t.source!r}"
-        )
-    from hardneg.modalities.articles import wiki_dump
+    from hardneg.data.text.sources import article_documents, wiki_dump
     from hardneg.data.text.wiki import build_wiki_corpus
 
-    dump = wiki_dump(cfg)
-    corpus = build_wiki_corpus(dump)
-    docs = [
-        [corpus.sentences[i] for i in np.flatnonzero(corpus.labels == a)] for a in range(corpus.num_articles)
-    ]
+    t = d.text
+    if t.source == "documents":
+        return encode_documents(d.root, min_count=t.min_count, max_length=t.max_length)  # type: ignore[arg-type]
+    dump = wiki_dump(d.root)
+    if dump is None:  # check() refuses this config; a direct call gets the same message
+        raise ConfigError(_MISSING_ROOT["wiki"])
+    docs = article_documents(build_wiki_corpus(dump))
     return encode_document_list(docs, name=str(dump), min_count=t.min_count, max_length=t.max_length)
 
 
-def _load(cfg: RunConfig) -> tuple[TokenSplit, TokenSplit]:
-    enc = load_documents(cfg)
-    if enc.dropped_documents or enc.truncated:
-        print(
-            f"notice: {enc.dropped_documents} document(s) of one sentence left out; {enc.truncated} "
-            f"sentence(s) cut to data.text.max_length={cfg.data.text.max_length} tokens",
-            file=sys.stderr,
-        )
-    n_docs = int(enc.documents.max()) + 1
-    rng = np.random.default_rng([cfg.data.split_seed, 0x0D0C])
-    n_test = int(np.floor(cfg.data.test_fraction * n_docs))
-    if n_docs - n_test < 1:
-        raise ValueError(f"data.test_fraction={cfg.data.test_fraction} leaves no training document")
-    test_docs = torch.as_tensor(np.sort(rng.choice(n_docs, size=n_test, replace=False)), dtype=torch.long)
-    is_test = torch.isin(enc.documents, test_docs)
-    classes = tuple(str(d) for d in range(n_docs))
-
-    def split(keep: Tensor) -> TokenSplit:
-        return TokenSplit(enc.tokens[keep], enc.documents[keep], classes, None, enc.vocab)
-
-    train = split(~is_test)
-    if cfg.train.batch_size > len(train):
-        from hardneg.pipeline.config import ConfigError
-
-        raise ConfigError(
-            f"invalid value for 'train.batch_size': at most the {len(train)} training sentences, "
-            f"got {cfg.train.batch_size}"
-        )
-    return train.head(cfg.data.train_subset), (split(is_test) if n_test else train).head(cfg.data.test_subset)
+_MISSING_ROOT = {
+    "documents": "invalid value for 'data.root': data.text.source=documents reads a file of sentences "
+    "(one per line, a blank line between documents), got None",
+    "wiki": "invalid value for 'data.root': data.text.source=wiki reads a Wikipedia dump at data.root, "
+    "or gensim's 106-article sample when gensim is installed; got None",
+}
 
 
 class ContiguousWindows:
@@ -132,51 +136,14 @@ class ContiguousWindows:
         return {"tokens": self.tokens[idx], "documents": docs}, torch.empty(0), docs, idx
 
 
-def _dataset(train: Any, cfg: RunConfig) -> Dataset[tuple[Tensor, Tensor, Tensor, Tensor]]:
-    return ContiguousWindows(train, window=cfg.train.batch_size)  # type: ignore[return-value]
-
-
-def _step(
-    encoder: nn.Module,
-    loss: ContrastiveLoss,
-    x: dict[str, Tensor],
-    *,
-    labels: Tensor | None,
-    generator: torch.Generator,
-) -> LossOutput:
-    """The QT loss of one window (:meth:`~hardneg.text.quickthoughts.QuickThoughts.loss`)."""
-    return encoder.loss(loss, x["tokens"], x["documents"], generator=generator)  # type: ignore[operator]
-
-
-def _encoder(cfg: RunConfig, train: Any) -> nn.Module:
-    from hardneg.models.gru import GRUEncoder
-    from hardneg.models.bow import BagOfWords
-    from hardneg.text.quickthoughts import QuickThoughts
-
-    m, t = cfg.model, cfg.data.text
-    dim = m.feature_dim or 100
-
-    def one() -> nn.Module:
-        if m.encoder == "gru":
-            return GRUEncoder(
-                vocab_size=len(train.vocab),
-                embedding_dim=m.width or 100,
-                hidden_dim=dim,
-                bidirectional=m.bidirectional,
-            )
-        return BagOfWords(vocab_size=len(train.vocab), dim=dim)
-
-    return QuickThoughts(f=one(), g=one(), context=t.context, positives=t.positives, self_score=t.self_score)
-
-
 def encode_sentences(
     encoder: nn.Module, vocab: Any, sentences: list[str], *, max_length: int, batch_size: int = 512
 ) -> np.ndarray:
     """``[f(s); g(s)]`` of raw sentences, (N, D) float32: NLTK tokens, the run's vocabulary (unknown
     words → ``<unk>``; a sentence without tokens is one ``<unk>``), cut to ``max_length``."""
-    from hardneg.evaluate import extract_features
-    from hardneg.modalities.articles import encode_padded
+    from hardneg.data.text.splits import encode_padded
     from hardneg.data.text.tokenize import word_tokenize
+    from hardneg.evaluate import extract_features
 
     if not sentences:
         return np.zeros((0, int(getattr(encoder, "feature_dim", 0))), dtype=np.float32)
@@ -185,52 +152,177 @@ def encode_sentences(
     return extract_features(encoder, ids, batch_size=batch_size).numpy()
 
 
-def _evaluate(encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
-    from hardneg.evaluate import extract_features
-    from hardneg.senteval import SentEvalEvaluator, evaluate_folder, prepare_senteval
-    from hardneg.pipeline.evaluation import EvalResult
+class Sentences(Modality):
+    """Quick-thoughts on sentences in order (see the module docstring)."""
 
-    start = time.perf_counter()
-    e, length = cfg.eval, cfg.data.text.max_length
+    name = "sentences"
+    datasets = ("sentences",)
+    encoders = ("bow", "gru")
+    section = SentencesData
 
-    def encode(sentences: list[str]) -> np.ndarray:
-        return encode_sentences(encoder, train.vocab, list(sentences), max_length=length)
+    # -- config time -------------------------------------------------------------------------
+    def check(self, cfg: RunConfig) -> None:
+        from hardneg.data.text.sources import source_available
 
-    def features(split: TokenSplit) -> Tensor:
-        return extract_features(encoder, split.inputs, batch_size=e.batch_size)
+        d: SentencesData = cfg.data  # type: ignore[assignment]
+        if not source_available(d.text.source, d.root):
+            raise ConfigError(_MISSING_ROOT[d.text.source])
+        if cfg.train.batch_size != _BATCH_SIZE_DEFAULT:
+            raise ConfigError(
+                "invalid value for 'train.batch_size': data.dataset 'sentences' trains on one window of "
+                "data.text.window contiguous sentences per step (now "
+                f"{d.text.window}); set data.text.window instead and leave train.batch_size unset, "
+                f"got {cfg.train.batch_size}"
+            )
+        _check_senteval(cfg.eval.senteval, cfg.eval.senteval_tasks)
 
-    evaluator = SentEvalEvaluator(
-        folds=e.senteval_folds, inner_folds=e.senteval_folds, seed=cfg.seed, threads=cfg.train.threads or 1
-    )
-    metrics: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="hardneg-senteval-") as tmp:
-        folder, tasks = e.senteval, e.senteval_tasks
-        if folder is None:
-            tasks = tasks or ["MR", "CR", "SUBJ", "TREC"]
-            prepare_senteval(tmp, seed=0, tasks=tasks)
-            folder = tmp
-        results = evaluate_folder(folder, encode, tasks=tasks, evaluator=evaluator)
-    for name, res in results.items():
-        metrics[f"{name.lower()}_acc"] = res.accuracy / 100.0
-        if res.f1 is not None:
-            metrics[f"{name.lower()}_f1"] = res.f1 / 100.0
-    return EvalResult(
-        metrics=metrics,
-        train_features=features(train),
-        test_features=features(test),
-        seconds=time.perf_counter() - start,
-    )
+    # -- data ----------------------------------------------------------------------------------
+    def batch_size(self, cfg: RunConfig) -> int:
+        return int(cfg.data.text.window)  # type: ignore[attr-defined]
+
+    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+        from hardneg.data.text.splits import TokenSplit
+
+        d: SentencesData = cfg.data  # type: ignore[assignment]
+        enc = load_documents(d)
+        if enc.dropped_documents or enc.truncated:
+            print(
+                f"notice: {enc.dropped_documents} document(s) of one sentence left out; {enc.truncated} "
+                f"sentence(s) cut to data.text.max_length={d.text.max_length} tokens",
+                file=sys.stderr,
+            )
+        n_docs = int(enc.documents.max()) + 1
+        rng = np.random.default_rng([d.split_seed, 0x0D0C])
+        n_test = int(np.floor(d.test_fraction * n_docs))
+        if n_docs - n_test < 1:
+            raise ConfigError(
+                f"invalid value for 'data.test_fraction': leaves none of the {n_docs} documents for "
+                f"training, got {d.test_fraction}"
+            )
+        test_docs = torch.as_tensor(np.sort(rng.choice(n_docs, size=n_test, replace=False)), dtype=torch.long)
+        is_test = torch.isin(enc.documents, test_docs)
+        classes = tuple(str(i) for i in range(n_docs))
+
+        def split(keep: Tensor) -> TokenSplit:
+            return TokenSplit(enc.tokens[keep], enc.documents[keep], classes, None, enc.vocab)
+
+        train = split(~is_test).head(d.train_subset)
+        if d.text.window > len(train):
+            raise ConfigError(
+                f"invalid value for 'data.text.window': at most the {len(train)} training sentences, "
+                f"got {d.text.window}"
+            )
+        return train, (split(is_test) if n_test else split(~is_test)).head(d.test_subset)
+
+    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+        return ContiguousWindows(train, window=cfg.data.text.window)  # type: ignore[attr-defined, return-value]
+
+    def save(self, train: Any, run_dir: Path) -> None:
+        train.vocab.save(run_dir / "vocab.json")
+
+    # -- model and step --------------------------------------------------------------------------
+    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+        from hardneg.models.bow import BagOfWords
+        from hardneg.models.gru import GRUEncoder
+        from hardneg.text.quickthoughts import QuickThoughts
+
+        m, t = cfg.model, cfg.data.text  # type: ignore[attr-defined]
+        dim = m.feature_dim or 100
+
+        def one() -> nn.Module:
+            if m.encoder == "gru":
+                return GRUEncoder(
+                    vocab_size=len(train.vocab),
+                    embedding_dim=m.width or 100,
+                    hidden_dim=dim,
+                    bidirectional=m.bidirectional,
+                )
+            return BagOfWords(vocab_size=len(train.vocab), dim=dim)
+
+        return QuickThoughts(
+            f=one(), g=one(), context=t.context, positives=t.positives, self_score=t.self_score
+        )
+
+    def step(
+        self, encoder: nn.Module, loss: ContrastiveLoss, x: Any, *, labels: Tensor | None,
+        generator: torch.Generator,
+    ) -> LossOutput:
+        """The QT loss of one window (:meth:`~hardneg.text.quickthoughts.QuickThoughts.loss`)."""
+        return encoder.loss(loss, x["tokens"], x["documents"], generator=generator)  # type: ignore[operator]
+
+    # -- evaluation --------------------------------------------------------------------------------
+    def evaluate(self, encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
+        from hardneg.evaluate import extract_features
+        from hardneg.senteval import SentEvalEvaluator, evaluate_folder, prepare_senteval
+
+        start = time.perf_counter()
+        e, length = cfg.eval, cfg.data.text.max_length  # type: ignore[attr-defined]
+
+        def encode(sentences: list[str]) -> np.ndarray:
+            return encode_sentences(encoder, train.vocab, list(sentences), max_length=length)
+
+        def features(split: TokenSplit) -> Tensor:
+            return extract_features(encoder, split.inputs, batch_size=e.batch_size)
+
+        evaluator = SentEvalEvaluator(
+            folds=e.senteval_folds, inner_folds=e.senteval_folds, seed=cfg.seed,
+            threads=cfg.train.threads or 1,
+        )
+        metrics: dict[str, float] = {}
+        with tempfile.TemporaryDirectory(prefix="hardneg-senteval-") as tmp:
+            folder, tasks = e.senteval, e.senteval_tasks
+            if folder is None:
+                tasks = tasks or list(_DEFAULT_TASKS)
+                prepare_senteval(tmp, seed=0, tasks=tasks)
+                folder = tmp
+            results = evaluate_folder(folder, encode, tasks=tasks, evaluator=evaluator)
+        for name, res in results.items():
+            metrics[f"{name.lower()}_acc"] = res.accuracy / 100.0
+            if res.f1 is not None:
+                metrics[f"{name.lower()}_f1"] = res.f1 / 100.0
+        return EvalResult(
+            metrics=metrics,
+            train_features=features(train),
+            test_features=features(test),
+            seconds=time.perf_counter() - start,
+        )
 
 
-SENTENCES = Modality(
-    name="sentences",
-    load=_load,
-    dataset=_dataset,
-    views=lambda cfg, train: IdentityViews(),
-    encoder_kwargs=lambda cfg, train: {"vocab_size": len(train.vocab)},
-    encoders=("bow", "gru"),
-    build_encoder=_encoder,
-    step=_step,
-    evaluate=_evaluate,
-    save=lambda train, run: train.vocab.save(run / "vocab.json"),
-)
+def _check_senteval(folder: str | None, tasks: list[str] | None) -> None:
+    """``eval.senteval_tasks`` must name SentEval tasks: preparable ones without ``eval.senteval``,
+    tasks present in the folder with it (a folder that exists)."""
+    if folder is None and tasks is None:
+        return  # nothing to check (and hardneg.senteval, which imports scikit-learn, stays unloaded)
+    from hardneg.senteval.prepare import PREPARABLE_TASKS
+    from hardneg.senteval.readers import canonical_task_name, task_present
+
+    names: list[str] = []
+    for task in tasks or []:
+        try:
+            names.append(canonical_task_name(task))
+        except ValueError as err:
+            raise ConfigError(f"invalid value for 'eval.senteval_tasks': {err}") from None
+    if folder is None:
+        missing = [n for n in names if n not in PREPARABLE_TASKS]
+        if missing:
+            raise ConfigError(
+                "invalid value for 'eval.senteval_tasks': without eval.senteval only "
+                f"{list(PREPARABLE_TASKS)} are prepared from installed packages; give a SentEval folder "
+                f"for {missing}, got {tasks!r}"
+            )
+        return
+    if not Path(folder).is_dir():
+        raise ConfigError(
+            f"invalid value for 'eval.senteval': must be a folder of SentEval tasks, got {folder!r}"
+        )
+    if tasks is not None and not names:
+        raise ConfigError(
+            "invalid value for 'eval.senteval_tasks': must name at least one task (or be null), "
+            f"got {tasks!r}"
+        )
+    absent = [n for n in names if not task_present(n, folder)]
+    if absent:
+        raise ConfigError(
+            f"invalid value for 'eval.senteval_tasks': no files of {absent} in eval.senteval={folder!r}, "
+            f"got {tasks!r}"
+        )

@@ -11,6 +11,8 @@ MLP plus a linear shortcut (InfoGraph's ``FF``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -89,7 +91,8 @@ class InfoGraphModel(nn.Module):
     """GIN encoder + local and global heads; Xavier-uniform linear layers, zero biases (InfoGraph).
 
     ``forward(data)`` on a PyG ``Batch`` → ``(local (n, D), global (B, D), batch (n,))``;
-    :meth:`embed` gives the encoder's graph embeddings ``H(G)`` used for evaluation.
+    :meth:`embed` gives the encoder's graph embeddings ``H(G)`` of a batch and
+    :meth:`embed_graphs` those of a list of graphs, as the evaluation uses them.
     """
 
     def __init__(self, *, in_dim: int, hidden: int = 32, num_layers: int = 3) -> None:
@@ -116,14 +119,35 @@ class InfoGraphModel(nn.Module):
         )
         return graphs
 
+    @torch.no_grad()
+    def embed_graphs(self, graphs: list[Any], *, batch_size: int = 256) -> Tensor:
+        """``H(G)`` of every graph in eval mode, in order: (N, K·hidden) float64 (InfoGraph's readout input).
+
+        The graphs go through in batches of ``batch_size`` in their order; the training mode is
+        restored afterwards and the global random state is not touched.
+        """
+        from torch_geometric.loader import DataLoader
+
+        _check_int("batch_size", batch_size, 1)
+        was_training = self.training
+        self.eval()
+        try:
+            # a generator of its own: an iterator over a loader without one draws from the global RNG
+            loader = DataLoader(graphs, batch_size=batch_size, generator=torch.Generator().manual_seed(0))
+            parts = [self.embed(b).double() for b in loader]
+        finally:
+            self.train(was_training)
+        return torch.cat(parts, dim=0)
+
 
 def seeded_infograph_model(
     *, in_dim: int, hidden: int = 32, num_layers: int = 3, seed: int = 0
 ) -> InfoGraphModel:
     """:class:`InfoGraphModel` initialised from ``seed`` alone (the global RNG is left untouched).
 
-    The one initialisation of :func:`hardneg.graphs.train_infograph` and of the training pipeline
-    (``hardneg train graphs``), so both start from the same weights for the same seed.
+    The initialisation of the graph modality (``hardneg train graphs``,
+    :class:`hardneg.modalities.graphs.Graphs`): the same weights for the same seed, whatever ran
+    before in the process.
     """
     from hardneg.seeding import mix_seed
 

@@ -2,7 +2,7 @@
 
 from hardneg.objectives.base import Objective, log1mexp
 from hardneg.objectives.bcl import BasicContrastive
-from hardneg.objectives.block import block_differences, block_loss
+from hardneg.objectives.block import block_differences, block_loss, block_means
 from hardneg.objectives.debiased import Debiased, debiased_log_negative
 from hardneg.objectives.hinge import Hinge, hinge_max
 from hardneg.objectives.jsd import JensenShannon
@@ -24,6 +24,7 @@ __all__ = [
     "Triplet",
     "block_differences",
     "block_loss",
+    "block_means",
     "debiased_log_negative",
     "hinge_max",
     "info_nce",

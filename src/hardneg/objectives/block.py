@@ -1,4 +1,13 @@
-"""Arora et al.'s block loss (ICML 2019, §6.3, eq. (12))."""
+"""Arora et al.'s block loss (ICML 2019, §6.3, eq. (12)).
+
+A block is b points of one class represented by the mean of their representations
+(:func:`block_means`); :func:`block_loss` is the paper's loss on given blocks. The training
+pipeline's ``data.text.block_size`` (``data.dataset: articles``) averages its anchor and positive
+blocks with :func:`block_means` and hands the means to the configured
+:class:`~hardneg.ContrastiveLoss` (the other blocks of the batch are the negatives): with InfoNCE
+at temperature 1 on unnormalised scores that is :func:`block_loss` (logistic, base e) whose
+anchor is its own block's mean, m = 2B − 2 negative blocks.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +20,7 @@ from torch import Tensor
 from hardneg._validation import check_finite_tensor, check_positive
 from hardneg.objectives.hinge import hinge_max
 
-__all__ = ["BLOCK_LOSSES", "block_differences", "block_loss"]
+__all__ = ["BLOCK_LOSSES", "block_differences", "block_loss", "block_means"]
 
 BLOCK_LOSSES = ("hinge", "logistic")
 
@@ -25,6 +34,24 @@ def _check(name: str, x: object, dims: int) -> Tensor:
         raise ValueError(f"{name} must have {dims} dimensions, got shape {tuple(x.shape)}")
     check_finite_tensor(name, x)
     return x
+
+
+def block_means(z: Tensor, block_size: int) -> Tensor:
+    """``(N·b, d)`` rows, block-major (block i is rows ``i·b .. i·b + b − 1``) → ``(N, d)`` block means.
+
+    The representation of a block (Arora et al., ICML 2019, §6.3: ``(1/b) Σ_l f(x_l)``).
+
+    >>> block_means(torch.arange(8.0).reshape(4, 2), 2)
+    tensor([[1., 2.],
+            [5., 6.]])
+    """
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
+    if z.dim() != 2 or z.shape[0] % block_size:
+        raise ValueError(f"z must have shape (N * {block_size}, d), got {tuple(z.shape)}")
+    if block_size == 1:
+        return z
+    return z.reshape(z.shape[0] // block_size, block_size, z.shape[1]).mean(dim=1)
 
 
 def block_differences(
@@ -51,8 +78,9 @@ def block_differences(
         anchors = F.normalize(anchors, dim=-1)
         positive_blocks = F.normalize(positive_blocks, dim=-1)
         negative_blocks = F.normalize(negative_blocks, dim=-1)
-    pos_mean = positive_blocks.mean(dim=1)  # (A, d)
-    neg_mean = negative_blocks.mean(dim=2)  # (A, m, d)
+    m = negative_blocks.shape[1]
+    pos_mean = block_means(positive_blocks.reshape(a * b, d), b)  # (A, d)
+    neg_mean = block_means(negative_blocks.reshape(a * m * b, d), b).reshape(a, m, d)  # (A, m, d)
     return (anchors * pos_mean).sum(-1)[:, None] - torch.einsum("ad,amd->am", anchors, neg_mean)
 
 

@@ -39,8 +39,8 @@ _WHERE = {
     "register_negatives": "hardneg.pipeline.registry",
     "register_objective": "hardneg.pipeline.registry",
     "register_dataset": "hardneg.modalities.base",
-    "run_compare": "hardneg.pipeline.compare",
-    "run_sweep": "hardneg.pipeline.sweep",
+    "run_compare": "hardneg.pipeline.groups",
+    "run_sweep": "hardneg.pipeline.groups",
 }
 
 

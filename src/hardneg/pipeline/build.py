@@ -1,9 +1,10 @@
 """From a validated config to plain objects: the loss, the encoder, the Lightning module.
 
-Configuration is resolved here and nowhere else: every name goes through a registry
-(:mod:`hardneg.pipeline.registry` for distributions and objectives, :mod:`hardneg.modalities.base`
-for data sets, :mod:`hardneg.models` for encoders), and K-subsampling / collision-free wrapping
-is left to :class:`~hardneg.ContrastiveLoss`, the one place that does it.
+The config was validated once (:func:`hardneg.pipeline.config.validate`, which also built the
+loss components: they are taken from it here, not built again); names go through the registries
+(:mod:`hardneg.pipeline.registry` for distributions and objectives, :mod:`hardneg.modalities` for
+data sets, whose modality builds its encoder), and K-subsampling / collision-free wrapping is left
+to :class:`~hardneg.ContrastiveLoss`, the one place that does it.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from typing import Any
 import lightning as L
 
 from hardneg.loss import ContrastiveLoss
-from hardneg.schedules import BetaAnnealing
+from hardneg.modalities import get_modality
 from hardneg.pipeline.callbacks import BetaAnnealingCallback
-from hardneg.pipeline.config import ConfigError, RunConfig
-from hardneg.modalities.base import Modality, get_modality
+from hardneg.pipeline.config import RunConfig
 from hardneg.pipeline.module import ContrastiveModule
 from hardneg.pipeline.registry import NEGATIVES, OBJECTIVES
+from hardneg.schedules import BetaAnnealing
 
-__all__ = ["build_encoder", "build_loss", "build_module"]
+__all__ = ["build_loss", "build_module"]
 
 
 def build_loss(cfg: RunConfig) -> ContrastiveLoss:
@@ -29,8 +30,13 @@ def build_loss(cfg: RunConfig) -> ContrastiveLoss:
     lc = cfg.loss
     neg = dict(lc.negatives)
     obj = dict(lc.objective)
-    negatives = NEGATIVES.build(neg.pop("name"), neg)
-    objective = OBJECTIVES.build(obj.pop("name"), obj)
+    # the components built when the config was validated, else fresh ones (a config used twice)
+    negatives = lc.take_built("negatives")
+    if negatives is None:
+        negatives = NEGATIVES.build(neg.pop("name"), neg)
+    objective = lc.take_built("objective")
+    if objective is None:
+        objective = OBJECTIVES.build(obj.pop("name"), obj)
     return ContrastiveLoss(
         temperature=lc.temperature,
         negatives=negatives,
@@ -43,48 +49,12 @@ def build_loss(cfg: RunConfig) -> ContrastiveLoss:
     )
 
 
-def build_encoder(cfg: RunConfig, modality: Modality, train: Any) -> Any:
-    """The encoder ``model.encoder`` with its projection head, sized for the modality's inputs."""
-    from hardneg.models import build_encoder as build
-
-    m = cfg.model
-    if m.encoder not in modality.encoders:
-        raise ConfigError(
-            f"invalid value for 'model.encoder': data.dataset {cfg.data.dataset!r} ({modality.name}) takes "
-            f"one of {sorted(modality.encoders)}, got {m.encoder!r}"
-        )
-    if modality.build_encoder is not None:
-        return modality.build_encoder(cfg, train)
-    kwargs: dict[str, Any] = dict(modality.encoder_kwargs(cfg, train))
-    if m.stem_stride is not None and m.encoder != "small_cnn":
-        raise ConfigError(
-            f"invalid value for 'model.stem_stride': only used by small_cnn, got encoder {m.encoder!r}"
-        )
-    if m.encoder == "mlp":
-        if m.width is not None:
-            kwargs["hidden_dims"] = (m.width,)
-        if m.feature_dim is not None:
-            kwargs["feature_dim"] = m.feature_dim
-    elif m.encoder == "small_cnn":
-        if m.width is not None:
-            kwargs["width"] = m.width
-        if m.feature_dim is not None:
-            kwargs["feature_dim"] = m.feature_dim
-        if m.stem_stride is not None:
-            kwargs["stem_stride"] = m.stem_stride
-    elif m.width is not None or m.feature_dim is not None:
-        raise ConfigError(
-            "invalid value for 'model.width'/'model.feature_dim': only used by small_cnn and mlp, "
-            f"got encoder {m.encoder!r}"
-        )
-    return build(m.encoder, projection_dim=m.projection_dim, hidden_dim=m.hidden_dim, **kwargs)
-
-
 def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.Callback]]:
     """The LightningModule (data part, encoder, loss) and the config-driven callbacks."""
     for name in cfg.imports:  # user registrations (also in spawned compare/sweep workers)
         importlib.import_module(name)
     modality = get_modality(cfg.data.dataset)
+    own_step = modality.has_step
     loss = build_loss(cfg)
     callbacks: list[L.Callback] = []
     if cfg.loss.anneal.enabled:
@@ -96,9 +66,9 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
         callbacks.append(BetaAnnealingCallback(schedule))
     t = cfg.train
     module = ContrastiveModule(
-        encoder=build_encoder(cfg, modality, train),
+        encoder=modality.build_encoder(cfg, train),
         loss=loss,
-        views=modality.views(cfg, train),
+        views=None if own_step else modality.views(cfg, train),
         mode=t.mode,
         seed=cfg.seed,
         optimizer=t.optimizer,
@@ -107,9 +77,9 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
         sgd_momentum=t.sgd_momentum,
         queue_size=cfg.moco.queue_size,
         moco_momentum=cfg.moco.momentum,
-        use_labels=cfg.data.dataset != "random",
+        use_labels=cfg.data.dataset != "random",  # noise images carry meaningless labels
         grad_cache_chunk=t.grad_cache_chunk,
-        step=modality.step,
+        step=modality.step if own_step else None,
     )
     return module, callbacks
 

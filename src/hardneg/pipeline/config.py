@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import math
 import re
 import typing
 from importlib import resources
@@ -36,8 +35,8 @@ from pydantic import ValidationError
 
 from hardneg.config import (
     CompareConfig,
-    DataSection,
     ConfigError,
+    DataSection,
     EvalConfig,
     LossConfig,
     MocoConfig,
@@ -48,12 +47,14 @@ from hardneg.config import (
     from_validation_error,
     unknown_key,
 )
+from hardneg.modalities import Modality, get_modality
+from hardneg.models.configured import check_model_keys
 
 __all__ = [
     "COMPONENT_SECTIONS",
     "CompareConfig",
-    "DataSection",
     "ConfigError",
+    "DataSection",
     "EvalConfig",
     "LossConfig",
     "MocoConfig",
@@ -153,6 +154,9 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     A component's ``name`` is set before its other keys, and a new name starts the section anew.
     """
     ordered = sorted(overrides.items(), key=lambda kv: not kv[0].endswith(".name"))
+    if "data.dataset" in overrides:  # another modality's data section first, then its keys
+        _retarget_data(data, overrides["data.dataset"])
+        ordered.sort(key=lambda kv: kv[0] != "data.dataset")
     for dotted, value in ordered:
         parts = dotted.split(".")
         node = data
@@ -198,8 +202,49 @@ def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
     return cfg.model_dump(mode="python")
 
 
-def _defaults() -> dict[str, Any]:
-    return config_to_dict(RunConfig())
+def _modality(name: Any) -> Modality:
+    try:
+        return get_modality(name)
+    except ValueError as err:
+        raise ConfigError(f"invalid value for 'data.dataset': {err}") from None
+
+
+def _data_defaults(dataset: str) -> dict[str, Any]:
+    """The default ``data`` section of the modality serving ``dataset``."""
+    section = _modality(dataset).section
+    try:
+        return section(dataset=dataset).model_dump(mode="python")
+    except ValidationError as err:  # a section without defaults for every key
+        raise from_validation_error(err, section, "data") from None
+
+
+def _defaults(dataset: str = "digits") -> dict[str, Any]:
+    base = RunConfig().model_dump(mode="python")
+    base["data"] = _data_defaults(dataset)
+    return base
+
+
+def _retarget_data(data: dict[str, Any], dataset: Any) -> None:
+    """``data.dataset`` set to a data set of another modality: start that modality's section anew,
+    keeping the values of the keys both sections have (e.g. ``data.root``)."""
+    old = data.get("data", {})
+    if not isinstance(old, dict) or old.get("dataset") == dataset:
+        return
+    if get_modality_or_none(old.get("dataset")) is get_modality_or_none(dataset):
+        return
+    fresh = _data_defaults(dataset)
+    for key, value in old.items():
+        if key in fresh and key != "dataset" and not isinstance(value, dict):
+            fresh[key] = value
+    data["data"] = fresh
+
+
+def get_modality_or_none(name: Any) -> Modality | None:
+    """The modality of ``name``, or ``None`` when no modality serves it."""
+    try:
+        return get_modality(name)
+    except (ValueError, TypeError):
+        return None
 
 
 def _import_plugins(modules: list[str]) -> None:
@@ -211,10 +256,12 @@ def _import_plugins(modules: list[str]) -> None:
 
 
 def _check_component(cfg: RunConfig, section: str) -> None:
+    """Validate a component section and build the component once (kept for :func:`build_loss`)."""
     from hardneg.pipeline.registry import NEGATIVES, OBJECTIVES
 
     registry = NEGATIVES if section == "loss.negatives" else OBJECTIVES
-    raw = dict(getattr(cfg.loss, section.split(".")[1]))
+    attr = section.split(".")[1]
+    raw = dict(getattr(cfg.loss, attr))
     name = raw.pop("name", None)
     if name is None:
         raise ConfigError(f"missing config key '{section}.name': one of {list(registry.names())}")
@@ -227,54 +274,69 @@ def _check_component(cfg: RunConfig, section: str) -> None:
     except ValidationError as err:
         raise from_validation_error(err, component.params, section) from None
     try:
-        component.factory(**params)  # the component's own range checks, at config time
+        built = component.factory(**params)  # the component's own range checks, at config time
     except (ValueError, TypeError) as err:
         raise ConfigError(f"invalid value in '{section}' ({name}): {err}") from None
-    object.__setattr__(cfg.loss, section.split(".")[1], {"name": name, **params})
+    object.__setattr__(cfg.loss, attr, {"name": name, **params})
+    cfg.loss.keep_built(attr, built)
 
 
-def validate(data: dict[str, Any], *, check_groups: bool = True) -> RunConfig:
-    """Validate a nested mapping into a :class:`RunConfig` (raises :class:`ConfigError`).
+def validate(data: dict[str, Any], *, check_groups: bool = False) -> RunConfig:
+    """Validate a nested mapping into a :class:`RunConfig` (raises :class:`ConfigError`), once.
 
-    ``check_groups`` also validates every ``compare.strategies[i].overrides`` and
-    ``sweep.grid`` point applied to the defaults.
+    ``data`` is validated with the section of the modality registered for ``data.dataset`` (a
+    key that does not apply to it is an error naming the keys that do), the loss components are
+    built once (kept in ``cfg.loss`` for :func:`~hardneg.pipeline.build.build_loss`), and
+    the modality's own checks run. ``check_groups`` (``hardneg compare`` / ``sweep`` only) also
+    validates every ``compare.strategies[i].overrides`` and ``sweep.grid`` point.
     """
     if not isinstance(data, dict):
         raise ConfigError(f"a config must be a mapping, got {type(data).__name__}")
     imports = data.get("imports") or []
     if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
         _import_plugins(imports)
+    raw_data = data.get("data", {})
+    if not isinstance(raw_data, dict):
+        raise ConfigError(f"invalid value for 'data': must be a mapping, got {raw_data!r}")
+    modality = _modality(raw_data.get("dataset", "digits"))
     try:
-        cfg = RunConfig.model_validate(data)
+        section = modality.section.model_validate(raw_data)
+    except ValidationError as err:
+        raise from_validation_error(err, modality.section, "data") from None
+    try:
+        cfg = RunConfig.model_validate({**data, "data": section})
     except ValidationError as err:
         raise from_validation_error(err, RunConfig) from None
-    for section in COMPONENT_SECTIONS:
-        _check_component(cfg, section)
-    _check_cross(cfg, check_groups=check_groups)
+    for name in COMPONENT_SECTIONS:
+        _check_component(cfg, name)
+    _check_cross(cfg, modality)
+    modality.check(cfg)
+    if check_groups:
+        check_groups_of(cfg)
     return cfg
 
 
-def _check_cross(cfg: RunConfig, *, check_groups: bool) -> None:
-    from hardneg.models import ENCODER_NAMES
-    from hardneg.modalities.base import get_modality
-
-    try:
-        modality = get_modality(cfg.data.dataset)
-    except ValueError as err:
-        raise ConfigError(f"invalid value for 'data.dataset': {err}") from None
-    if cfg.model.encoder not in ENCODER_NAMES and cfg.model.encoder not in modality.encoders:
-        raise ConfigError(
-            "invalid value for 'model.encoder': must be one of "
-            f"{sorted({*ENCODER_NAMES, *modality.encoders})}, got {cfg.model.encoder!r}"
-        )
+def check_groups_of(cfg: RunConfig) -> None:
+    """Every compare strategy and sweep grid point must give a valid config from ``cfg``."""
     for key, values in cfg.sweep.grid.items():
         if not values:
             raise ConfigError(
                 f"invalid value for 'sweep.grid.{key}': must be a non-empty list, got {values!r}"
             )
-    if cfg.loss.collision_free and cfg.data.dataset == "random":
+    for i, strategy in enumerate(cfg.compare.strategies):
+        _check_dotted(cfg, strategy.overrides, f"compare.strategies[{i}].overrides")
+    for key, values in cfg.sweep.grid.items():
+        for value in values:
+            _check_dotted(cfg, {key: value}, f"sweep.grid.{key}={value!r}")
+
+
+def _check_cross(cfg: RunConfig, modality: Modality) -> None:
+    """Checks across sections that hold for every modality."""
+    name = f"data.dataset {cfg.data.dataset!r} ({modality.name})"
+    if cfg.model.encoder not in modality.encoders:
         raise ConfigError(
-            "invalid value for 'loss.collision_free': needs labelled data, got dataset 'random'"
+            f"invalid value for 'model.encoder': {name} takes one of {sorted(modality.encoders)}, "
+            f"got {cfg.model.encoder!r}"
         )
     if cfg.loss.anneal.enabled:
         from hardneg.pipeline.registry import NEGATIVES
@@ -284,30 +346,12 @@ def _check_cross(cfg: RunConfig, *, check_groups: bool) -> None:
                 "invalid value for 'loss.anneal.enabled': beta is chosen per batch from "
                 f"loss.negatives.target_ess={cfg.loss.negatives['target_ess']!r}; anneal a fixed beta instead"
             )
-
         if "annealable" not in NEGATIVES.get(cfg.loss.negatives["name"]).tags:
             raise ConfigError(
                 "invalid value for 'loss.anneal.enabled': annealing needs a distribution with beta "
                 f"(e.g. 'hard'), got loss.negatives.name={cfg.loss.negatives['name']!r}"
             )
-    if cfg.model.encoder not in modality.encoders:
-        raise ConfigError(
-            f"invalid value for 'model.encoder': data.dataset {cfg.data.dataset!r} ({modality.name}) takes "
-            f"one of {sorted(modality.encoders)}, got {cfg.model.encoder!r}"
-        )
-    if cfg.data.dataset == "latent":
-        _check_latent(cfg)
-    _check_modality_hooks(cfg, modality)
-    if check_groups:
-        for i, strategy in enumerate(cfg.compare.strategies):
-            _check_dotted(cfg, strategy.overrides, f"compare.strategies[{i}].overrides")
-        _check_dotted(cfg, {k: v[0] for k, v in cfg.sweep.grid.items()}, "sweep.grid")
-
-
-def _check_modality_hooks(cfg: RunConfig, modality: Any) -> None:
-    """Settings that a modality with its own step, encoder or evaluation cannot honour."""
-    name = f"data.dataset {cfg.data.dataset!r} ({modality.name})"
-    if modality.step is not None:
+    if modality.has_step:
         if cfg.train.mode != "simclr":
             raise ConfigError(
                 f"invalid value for 'train.mode': {name} trains with its own step; use 'simclr', "
@@ -318,65 +362,23 @@ def _check_modality_hooks(cfg: RunConfig, modality: Any) -> None:
                 f"invalid value for 'train.grad_cache_chunk': {name} trains with its own step; must be "
                 f"null, got {cfg.train.grad_cache_chunk}"
             )
-    if modality.evaluate is not None and cfg.eval.every_n_epochs > 0:
+    if modality.has_evaluate and cfg.eval.every_n_epochs > 0:
         raise ConfigError(
             f"invalid value for 'eval.every_n_epochs': {name} has no online kNN; must be 0, "
             f"got {cfg.eval.every_n_epochs}"
         )
-    if cfg.model.bidirectional and cfg.model.encoder != "gru":
-        raise ConfigError(
-            f"invalid value for 'model.bidirectional': only used by gru, got encoder {cfg.model.encoder!r}"
-        )
+    check_model_keys(cfg.model)
     if cfg.train.gradient_clip_norm is not None and cfg.train.grad_cache_chunk is not None:
         raise ConfigError(
             "invalid value for 'train.gradient_clip_norm': GradCache steps the optimiser itself; must be "
             f"null with train.grad_cache_chunk, got {cfg.train.gradient_clip_norm}"
-        )
-    if "gin" not in modality.encoders and cfg.model.layers is not None:
-        raise ConfigError(
-            f"invalid value for 'model.layers': only used by gin; must be null, got {cfg.model.layers}"
-        )
-
-
-def _check_latent(cfg: RunConfig) -> None:
-    lat = cfg.data.latent
-    if lat.class_probs is not None:
-        if len(lat.class_probs) != lat.num_classes:
-            raise ConfigError(
-                f"invalid value for 'data.latent.class_probs': must have data.latent.num_classes = "
-                f"{lat.num_classes} entries, got {len(lat.class_probs)}: {lat.class_probs!r}"
-            )
-        total = math.fsum(lat.class_probs)
-        if abs(total - 1.0) > 1e-6:
-            raise ConfigError(
-                f"invalid value for 'data.latent.class_probs': must sum to 1, got sum {total!r}"
-            )
-    if lat.kind == "topics" and lat.topic_words > lat.vocab_size:
-        raise ConfigError(
-            f"invalid value for 'data.latent.topic_words': must be <= data.latent.vocab_size = "
-            f"{lat.vocab_size}, got {lat.topic_words}"
-        )
-    if cfg.model.encoder != "mlp":
-        raise ConfigError(
-            f"invalid value for 'model.encoder': data.dataset 'latent' yields vectors; use 'mlp', "
-            f"got {cfg.model.encoder!r}"
-        )
-    if cfg.data.augment not in ("auto", "none"):
-        raise ConfigError(
-            "invalid value for 'data.augment': the views of data.dataset 'latent' are two samples of one "
-            f"latent class (no augmentation); use 'auto' or 'none', got {cfg.data.augment!r}"
-        )
-    if cfg.data.oracle_positive:
-        raise ConfigError(
-            "invalid value for 'data.oracle_positive': the views of data.dataset 'latent' already are "
-            "true positives; must be false, got True"
         )
 
 
 def _check_dotted(cfg: RunConfig, overrides: dict[str, Any], where: str) -> None:
     """The overrides of a compare strategy / sweep point must give a valid config from ``cfg``."""
     try:
-        validate(apply_overrides(config_to_dict(cfg), overrides), check_groups=False)
+        validate(apply_overrides(config_to_dict(cfg), overrides))
     except ConfigError as err:
         raise ConfigError(f"in {where}: {err}") from None
 
@@ -425,15 +427,29 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def load_config(
-    config: str | Path | None, overrides: typing.Sequence[str] | dict[str, Any] = ()
+    config: str | Path | None,
+    overrides: typing.Sequence[str] | dict[str, Any] = (),
+    *,
+    check_groups: bool = False,
 ) -> RunConfig:
-    """Load a YAML config (path or packaged name; ``None`` = defaults) and apply overrides."""
-    base = _defaults()
-    if config is not None:
-        _deep_merge(base, read_yaml(resolve_config_path(config)), "")
+    """Load a YAML config (path or packaged name; ``None`` = defaults) and apply overrides.
+
+    The defaults of ``data`` are those of the modality of the file's ``data.dataset`` (``digits``
+    without one); an override of ``data.dataset`` to another modality's data set starts that
+    modality's section anew, keeping the values of the keys both sections have. ``check_groups``: also validate the compare strategies and sweep
+    points (``hardneg compare`` / ``sweep``).
+    """
+    user = read_yaml(resolve_config_path(config)) if config is not None else {}
     ov = dict(overrides) if isinstance(overrides, dict) else parse_overrides(list(overrides))
+    imports = ov.get("imports", user.get("imports")) or []
+    if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
+        _import_plugins(imports)  # a user's modality must be registered before its defaults are read
+    user_data = user.get("data") if isinstance(user.get("data"), dict) else {}
+    dataset = user_data.get("dataset", "digits")  # an override of it retargets in apply_overrides
+    base = _defaults(dataset if isinstance(dataset, str) else "digits")
+    _deep_merge(base, user, "")
     apply_overrides(base, ov)
-    return validate(base)
+    return validate(base, check_groups=check_groups)
 
 
 def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:

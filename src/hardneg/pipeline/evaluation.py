@@ -13,25 +13,15 @@ representations ``h`` of the training split fit the classifiers, the test split 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from hardneg.data.vectors import Split, split_inputs
+from hardneg.modalities.base import EvalResult
 
 __all__ = ["EvalResult", "evaluate_encoder"]
-
-
-@dataclass
-class EvalResult:
-    """Metrics (name → float), the features they were computed from, and seconds taken."""
-
-    metrics: dict[str, float]
-    train_features: Tensor
-    test_features: Tensor
-    seconds: float
 
 
 def evaluate_encoder(

@@ -21,7 +21,9 @@ import torch
 
 from hardneg._io import atomic_write_text
 from hardneg.data.images import LabeledImages
-from hardneg.pipeline import figures
+from hardneg.data.vectors import Split, split_inputs
+from hardneg.figures import training as figures
+from hardneg.modalities import get_modality
 from hardneg.pipeline.build import build_module
 from hardneg.pipeline.callbacks import OnlineKNN, PhaseTimer
 from hardneg.pipeline.checkpoints import (
@@ -34,8 +36,6 @@ from hardneg.pipeline.config import RunConfig, dump_yaml, load_config
 from hardneg.pipeline.data import ContrastiveDataModule
 from hardneg.pipeline.engine import build_trainer
 from hardneg.pipeline.evaluation import EvalResult, evaluate_encoder
-from hardneg.data.vectors import Split, split_inputs
-from hardneg.modalities.base import get_modality
 from hardneg.pipeline.module import ContrastiveModule
 from hardneg.pipeline.run_folder import (
     RunExists,
@@ -124,7 +124,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     train, test = load_data(cfg)
     t_data = time.perf_counter() - t0
     modality = get_modality(cfg.data.dataset)
-    if modality.save is not None and not child:
+    if not child:
         modality.save(train, run)
     module, callbacks = build_module(cfg, train)
     timer = PhaseTimer()
@@ -148,8 +148,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         dataset=dataset,
         batch_size=t.batch_size,
         seed=cfg.seed,
-        # a last batch of one item has no negatives: always dropped
-        drop_last=t.drop_last or len(dataset) % t.batch_size == 1,  # type: ignore[arg-type]
+        drop_last=t.drop_last,
     )
     trainer = build_trainer(
         run_dir=run,
@@ -199,7 +198,7 @@ def _evaluate_and_write(
 ) -> RunResult:
     e = cfg.eval
     modality = get_modality(cfg.data.dataset)
-    if modality.evaluate is not None:
+    if modality.has_evaluate:
         res = modality.evaluate(module.encoder, train, test, cfg)
     else:
         res = _evaluate_views(cfg, module, train, test)

@@ -6,14 +6,15 @@ One training step (SimCLR; Robinson et al., ICLR 2021, §5.1 / App. D.1):
    ``(seed, epoch, batch, rank)`` (the second view comes from another image of the same class
    when the data module gives oracle partners);
 2. ``(h, z) = encoder(x)`` for both views;
-3. ``loss.detailed(z1, z2, labels=..., generator=g)``: scores → negative distribution →
+3. ``loss(z1, z2, labels=..., generator=g, details=True)``: scores → negative distribution →
    objective, with negatives gathered across processes by the loss itself under DDP; labels are
    used only by collision-free negatives and by the collision-rate diagnostics; the step
    generator ``g`` is the only randomness of the loss (K-subsampling).
 
 MoCo-v2 (Robinson et al., ICLR 2021, App. C.1): queries from the online encoder, keys from a
 momentum copy (no gradient), negatives from a :class:`~hardneg.queue.MemoryQueue`, through
-:meth:`~hardneg.ContrastiveLoss.queue_detailed` (which enqueues the keys after the loss).
+:class:`~hardneg.queue.QueueLoss` (the wrapper that owns the queue and enqueues the keys after
+the loss).
 
 The module takes plain objects (an encoder, a loss, an augmentation); configuration is resolved
 by :mod:`hardneg.pipeline.experiment`.
@@ -33,9 +34,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hardneg.loss import ContrastiveLoss
-from hardneg.queue import MemoryQueue, momentum_update
-from hardneg.reduction import LossOutput
 from hardneg.modalities.base import ViewMaker
+from hardneg.queue import MemoryQueue, QueueLoss, momentum_update
+from hardneg.reduction import LossOutput
 from hardneg.seeding import mix_seed, step_generator
 
 __all__ = ["ContrastiveModule"]
@@ -52,7 +53,7 @@ class ContrastiveModule(L.LightningModule):
             e.g. β annealing).
         views: the modality's view maker, ``views(x, x2, generator=g) -> (v1, v2)`` (see
             :class:`~hardneg.modalities.base.ViewMaker`): batched augmentation for images, the
-            given pairs for the latent-class simulator's vectors.
+            given pairs for the latent-class simulator's vectors; ``None`` with ``step``.
         mode: ``"simclr"`` or ``"moco"``.
         seed: seed of the per-step generators.
         optimizer: ``"adam"`` or ``"sgd"``; ``lr``, ``weight_decay``, ``sgd_momentum``.
@@ -69,7 +70,7 @@ class ContrastiveModule(L.LightningModule):
         *,
         encoder: nn.Module,
         loss: ContrastiveLoss,
-        views: ViewMaker,
+        views: ViewMaker | None,
         mode: str = "simclr",
         seed: int = 0,
         optimizer: str = "adam",
@@ -89,6 +90,8 @@ class ContrastiveModule(L.LightningModule):
             raise ValueError(f"optimizer must be one of ['adam', 'sgd'], got {optimizer!r}")
         self.encoder = encoder
         self.loss_fn = loss
+        if views is None and step is None:
+            raise ValueError("views is needed unless the modality trains with its own step")
         self.views = views
         self.grad_cache_chunk = grad_cache_chunk
         if grad_cache_chunk is not None and mode != "simclr":
@@ -156,6 +159,7 @@ class ContrastiveModule(L.LightningModule):
             self.timings["loss_forward"] += time.perf_counter() - t0  # encoder and loss together
             self._record(out, batch_size=int(indices.shape[0]))
             return out.loss
+        assert self.views is not None  # checked in __init__
         v1, v2 = self.views(x, x2, generator=g)
         t1 = time.perf_counter()
         if self.mode == "simclr":
@@ -165,20 +169,26 @@ class ContrastiveModule(L.LightningModule):
                 _, z1 = self.encoder(v1)
                 _, z2 = self.encoder(v2)
                 t2 = time.perf_counter()
-                out = self.loss_fn.detailed(z1, z2, labels=lab, generator=g)
+                out = self.loss_fn(z1, z2, labels=lab, generator=g, details=True)
         else:
             assert self.key_encoder is not None and self.queue is not None  # set in __init__ for moco
             _, q = self.encoder(v1)
             with torch.no_grad():
                 _, k = self.key_encoder(v2)
             t2 = time.perf_counter()
-            out = self.loss_fn.queue_detailed(q, k, self.queue, labels=lab, generator=g)
+            out = self._queue_loss()(q, k, labels=lab, generator=g, details=True)
         t3 = time.perf_counter()
         self.timings["augment"] += t1 - t0
         self.timings["encoder_forward"] += t2 - t1
         self.timings["loss_forward"] += t3 - t2
         self._record(out, batch_size=int(indices.shape[0]))
         return out.loss
+
+    def _queue_loss(self) -> QueueLoss:
+        """MoCo's loss over this module's queue (``mode="moco"``): the wrapper around ``loss_fn``
+        and ``queue`` (built per call, so that the checkpoint keeps the queue under ``queue.*``)."""
+        assert self.queue is not None, "_queue_loss() needs mode='moco'"
+        return QueueLoss(self.loss_fn, self.queue)
 
     def _grad_cache_step(
         self, v1: Tensor, v2: Tensor, labels: Tensor | None, g: torch.Generator
@@ -189,7 +199,7 @@ class ContrastiveModule(L.LightningModule):
         holder: dict[str, LossOutput] = {}
 
         def loss(z: list[Tensor]) -> Tensor:
-            holder["out"] = self.loss_fn.detailed(z[0], z[1], labels=labels, generator=g)
+            holder["out"] = self.loss_fn(z[0], z[1], labels=labels, generator=g, details=True)
             return holder["out"].loss
 
         assert self.grad_cache_chunk is not None

@@ -18,7 +18,7 @@ __all__ = ["PairedDifference", "format_paired", "paired_differences"]
 
 
 class PairedDifference(NamedTuple):
-    """``(mean, std, wins, seeds)`` of the per-seed differences (std with ddof=1; 0 for one seed)."""
+    """``(mean, std, wins, seeds)`` of the per-seed differences (std with ddof = 1; NaN for one seed)."""
 
     mean: float
     std: float
@@ -69,7 +69,7 @@ def paired_differences(
             if not seeds:
                 continue
             diff = np.array([runs[s][metric] - base[s][metric] for s in seeds], dtype=float)
-            std = float(diff.std(ddof=1)) if len(diff) > 1 else 0.0
+            std = float(diff.std(ddof=1)) if len(diff) > 1 else math.nan  # one seed: no spread
             row[metric] = PairedDifference(float(diff.mean()), std, int((diff > 0).sum()), len(diff))
         out[name] = row
     return out
@@ -89,7 +89,10 @@ def format_paired(
                 continue
             mean, std, wins, n = row[m]
             lo, hi = row[m].interval()
-            ci = f", CI [{100 * lo:+.2f}, {100 * hi:+.2f}]" if n > 1 else ""
+            if n < 2:
+                cells.append(f"{100 * mean:+.2f} (one seed: no interval)")
+                continue
+            ci = f", CI [{100 * lo:+.2f}, {100 * hi:+.2f}]"
             cells.append(f"{100 * mean:+.2f} ± {100 * std:.2f}{ci} ({wins}/{n})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines.append(

@@ -203,23 +203,17 @@ def write_outputs(cfg: RunConfig, result: RunResult) -> None:
     atomic_write_text(run / "metrics.csv", csv_text(result.history))
     eval_rows = [{"metric": k, "value": v} for k, v in result.eval.items()]
     atomic_write_text(run / "eval.csv", csv_text(eval_rows))
-    data = cfg.data.dataset
-    if data == "latent":
-        lat = cfg.data.latent
-        prior = "uniform" if lat.class_probs is None else "non-uniform"
-        data += (
-            f" ({lat.kind}, {lat.num_classes} classes, {prior} prior, {lat.train_size} pairs, "
-            f"seed {lat.seed})"
-        )
+    from hardneg.modalities import get_modality
+
+    modality = get_modality(cfg.data.dataset)
     lines = [
         f"# Run `{cfg.name}`",
         "",
-        f"- data: {data} (oracle positives: {cfg.data.oracle_positive}); "
-        f"encoder: {cfg.model.encoder}; mode: {cfg.train.mode}",
+        f"- data: {modality.describe(cfg)}; encoder: {cfg.model.encoder}; mode: {cfg.train.mode}",
         f"- loss: {_component(cfg.loss.negatives)} negatives, objective {_component(cfg.loss.objective)}, "
         f"t={cfg.loss.temperature}, K={cfg.loss.num_negatives}, collision_free={cfg.loss.collision_free}"
         f"{', beta annealed' if cfg.loss.anneal.enabled else ''}",
-        f"- {cfg.train.epochs} epochs, batch {cfg.train.batch_size}, {cfg.train.optimizer} "
+        f"- {cfg.train.epochs} epochs, batch {modality.batch_size(cfg)}, {cfg.train.optimizer} "
         f"lr={cfg.train.lr} wd={cfg.train.weight_decay}, seed {cfg.seed}",
         "",
     ]

@@ -54,7 +54,7 @@ def _setting(exp: Experiment, cfg: Any) -> str:
 
 
 def _claim_row(claim: Claim, exp: Experiment, cfg: Any, result: Any, folder: Path) -> dict[str, Any]:
-    from hardneg.pipeline.compare import run_seed
+    from hardneg.pipeline.groups import run_seed
     from hardneg.pipeline.paired import paired_differences
 
     values = {label: {run_seed(r): r.eval for r in rs} for label, rs in result.runs.items()}
@@ -93,7 +93,7 @@ def run_reproduce(
     ``not run here`` and the command that would run them.
     """
     from hardneg.reproduce.report import write_report
-    from hardneg.pipeline.compare import run_compare
+    from hardneg.pipeline.groups import run_compare
 
     echo = echo or (lambda msg: print(msg, file=sys.stderr))
     start = time.perf_counter()

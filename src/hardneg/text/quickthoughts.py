@@ -11,11 +11,11 @@ forms of the loss:
   ``L_i = −log( Σ_m e^{s⁺_im} / (Σ_m e^{s⁺_im} + Neg_i) )`` where ``Neg_i`` is the uniform, hard
   (β; the clipping trick of Fig. 14 with ``Hard(rescale=True)`` for unnormalised scores), debiased
   (τ⁺) or OT negative term over the non-positive sentences
-  (:meth:`~hardneg.ContrastiveLoss.multi_positive_detailed`).
+  (:meth:`~hardneg.ContrastiveLoss.multi_positive`).
 - ``positives="mean"`` — the released QT code: softmax cross-entropy of each row against targets
   ``1/M_i`` on the positives, ``L_i = −(1/M_i) Σ_m s⁺_im + log Σ_{j≠i} e^{s_ij}``, i.e. one
   NCE term per (anchor, positive) pair whose denominator holds every other sentence, the other
-  positives included (:meth:`~hardneg.ContrastiveLoss.pair_detailed` on the pairs, averaged over
+  positives included (:meth:`~hardneg.ContrastiveLoss.pair` on the pairs, averaged over
   each anchor's pairs, then over anchors).
 
 ``self_score="zero"`` reproduces a detail of the released code: the diagonal ``f(s_i)ᵀg(s_i)`` is
@@ -89,13 +89,13 @@ def quick_thoughts_loss(
         pm = torch.cat([pm, pm.new_zeros(b, 1)], dim=1)
         eye = torch.cat([eye, eye.new_zeros(b, 1)], dim=1)
     if positives == "sum":
-        return loss.multi_positive_detailed(
-            anchors[rows], cand, pm[rows], exclude=eye[rows], generator=generator
+        return loss.multi_positive(
+            anchors[rows], cand, pm[rows], exclude=eye[rows], generator=generator, details=True
         )
     pairs = pm.nonzero()  # (P, 2): anchor i, positive p
     i, p = pairs[:, 0], pairs[:, 1]
     mask = ~(eye[i] | torch.nn.functional.one_hot(p, cand.shape[0]).bool())
-    out = loss.pair_detailed(anchors[i], cand[p], cand, mask=mask, generator=generator)
+    out = loss.pair(anchors[i], cand[p], cand, mask=mask, generator=generator, details=True)
     per_pair = out.per_anchor if out.per_anchor.dim() else out.per_anchor.expand(i.shape[0])
     weights = 1.0 / pm.sum(dim=1).to(per_pair.dtype)
     per_anchor = torch.zeros(b, dtype=per_pair.dtype, device=per_pair.device).index_add(

@@ -1,11 +1,14 @@
 """hardneg.theory — the theory of contrastive learning with negatives, as code you can run.
 
 Calculators for Arora et al. (ICML'19), Ash et al. (AISTATS'22), Robinson et al. (HCL,
-ICLR'21) and Jiang–Ishwar–Aeron (HCL-OT); a latent-class simulator; measured-vs-bound reports;
-figures; controlled experiments. Formulas, sources and reconstruction flags: docs/theory.md
-(every docstring names the seed file, theorem/equation and marks (reconstructed; see docs/theory.md) where
-reconstructed).
-This package never imports the training pipeline.
+ICLR'21) and Jiang–Ishwar–Aeron (HCL-OT); measured-vs-bound reports. Formulas, sources and
+reconstruction flags: docs/theory.md (every docstring names the paper and theorem/equation and
+marks (reconstructed; see docs/theory.md) where reconstructed).
+This package never imports the training pipeline. The latent-class simulator is
+:mod:`hardneg.data.latent`, the figures :mod:`hardneg.figures.theory`; the controlled experiments
+(Ash et al.'s K trade-off, Arora et al.'s block size, HCL's β with true positives) are packaged
+sweeps on the latent-class modality: ``hardneg sweep theory_ash_tradeoff`` (``theory_arora_block``,
+``theory_hcl_beta``).
 
 Names are imported on first use (the calculators pull in SciPy), so ``hardneg theory --help``
 answers without loading them.

@@ -1,0 +1,563 @@
+"""``hardneg compare`` and ``hardneg sweep``: one runner for groups of runs on the same data and budget.
+
+A group is a list of **arms**, each a label and dotted overrides of the base config, trained once
+per seed under ``<root>/<label>/seed<k>`` (ordinary run folders):
+
+- ``compare``: the arms are ``compare.strategies`` (several negative strategies), seeds
+  ``compare.seeds``;
+- ``sweep``: the arms are the points of the Cartesian product of ``sweep.grid`` (β, τ⁺, ε, K, batch
+  size, …), seeds ``sweep.seeds``.
+
+Every job's config is validated before anything is written (a bad strategy or grid point is a
+:class:`~hardneg.config.errors.ConfigError` naming it; duplicate seeds or labels too). The group
+writes ``results.csv`` (one row per run), ``table.csv`` / ``table.md`` (mean ± sample std over
+seeds, ddof = 1; one seed has no spread and the table says so), ``results.json``, ``summary.md``
+with the seed-paired differences of every arm to the first one, and figures (accuracy bars,
+cosine histograms, accuracy against β, kNN accuracy vs epochs, accuracy against each numeric
+swept key). With ``resume=True`` finished runs are reused and unfinished ones continue from
+their checkpoints.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hardneg._io import atomic_write_text
+from hardneg.figures import training as figures
+from hardneg.pipeline.config import ConfigError, RunConfig, dump_yaml, with_overrides
+from hardneg.pipeline.experiment import train_run
+from hardneg.pipeline.run_folder import RunExists, RunResult, csv_text, load_result, run_dir_for, timing_lines
+
+__all__ = [
+    "Arm",
+    "CompareResult",
+    "aggregate",
+    "beta_series",
+    "compare_arms",
+    "format_table",
+    "grid_points",
+    "paired_table",
+    "point_label",
+    "prepare_root",
+    "run_compare",
+    "run_group",
+    "run_many",
+    "run_seed",
+    "run_sweep",
+    "sum_timing",
+    "sweep_arms",
+]
+
+# the columns of the tables (those a run reports): image / vector readouts, graph CV readouts,
+# Arora et al.'s Table 1 (mean classifier, avg-2 / avg-10, mu-5) and the SentEval tasks
+TABLE_METRICS = (
+    "linear_top1",
+    "knn_top1",
+    "knn_top5",
+    "mean_top1",
+    "svm_cv",
+    "logistic_cv",
+    "mu_avg2",
+    "mu_avg10",
+    "mu5_top1",
+    "mr_acc",
+    "cr_acc",
+    "subj_acc",
+    "mpqa_acc",
+    "trec_acc",
+    "msrp_acc",
+)
+
+
+@dataclass
+class CompareResult:
+    """Per-run results and the mean ± std table ``table[label][metric] = (mean, std)``."""
+
+    root: Path
+    runs: dict[str, list[RunResult]]
+    table: dict[str, dict[str, tuple[float, float]]]
+    timing: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def aggregate(runs: dict[str, list[RunResult]]) -> dict[str, dict[str, tuple[float, float]]]:
+    """Mean and sample standard deviation (ddof = 1; NaN for one seed) of every metric per label."""
+    table: dict[str, dict[str, tuple[float, float]]] = {}
+    for label, results in runs.items():
+        metrics = sorted({m for r in results for m in r.eval})
+        row = {}
+        for m in metrics:
+            vals = np.array([r.eval[m] for r in results if m in r.eval], dtype=float)
+            std = float(vals.std(ddof=1)) if len(vals) > 1 else math.nan  # one seed: no spread
+            row[m] = (float(vals.mean()), std)
+        table[label] = row
+    return table
+
+
+def format_table(
+    table: dict[str, dict[str, tuple[float, float]]],
+    *,
+    label: str = "strategy",
+    metrics: tuple[str, ...] = TABLE_METRICS,
+    seeds: int | None = None,
+) -> str:
+    """Markdown table of accuracies in % (mean ± std)."""
+    cols = [m for m in metrics if any(m in row for row in table.values())]
+    head = f"| {label} | " + " | ".join(cols) + " |"
+    lines = [head, "|" + "---|" * (len(cols) + 1)]
+    for name, row in table.items():
+        cells = [_mean_std(*row[m]) if m in row else "–" for m in cols]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if seeds == 1:
+        lines.append("\n(accuracy in %, one seed: no spread, no interval)")
+    elif seeds is not None:
+        lines.append(f"\n(accuracy in %, mean ± sample std over {seeds} seeds)")
+    return "\n".join(lines)
+
+
+def _mean_std(mean: float, std: float) -> str:
+    return f"{100 * mean:.2f}" if math.isnan(std) else f"{100 * mean:.2f} ± {100 * std:.2f}"
+
+
+def sum_timing(results: list[RunResult]) -> dict[str, float]:
+    total: dict[str, float] = defaultdict(float)
+    for r in results:
+        for k, v in r.timing.items():
+            total[k] += float(v)
+    return dict(total)
+
+
+def _job(cfg: RunConfig, run_dir: Path, resume: bool, force: bool) -> tuple[RunResult | None, str]:
+    """One run of a comparison (module level: picklable for worker processes)."""
+    t0 = time.perf_counter()
+    done = load_result(run_dir) if resume else None
+    if done is not None:
+        return done, "reused"
+    result = train_run(cfg, run_dir, resume=resume, force=force or not resume, quiet=True)
+    return result, f"{time.perf_counter() - t0:5.1f} s"
+
+
+def _worker_init() -> None:
+    import logging
+    import warnings
+
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore")
+
+
+def run_many(
+    jobs: list[tuple[str, int, RunConfig, Path]],
+    *,
+    resume: bool,
+    force: bool,
+    quiet: bool,
+    echo: Callable[[str], None],
+    workers: int = 1,
+) -> dict[str, list[RunResult]]:
+    """Train (or reuse, with ``resume``) every ``(label, seed, config, run_dir)`` job.
+
+    ``workers > 1`` runs jobs in that many spawned processes (each run is independent and
+    seeded by its own config, so the results do not depend on ``workers``); results are
+    collected in job order.
+    """
+    results: list[tuple[RunResult | None, str] | None] = [None] * len(jobs)
+
+    def report(i: int) -> None:
+        label, seed = jobs[i][0], jobs[i][1]
+        res = results[i]
+        if quiet or res is None or res[0] is None:
+            return
+        acc = ", ".join(
+            f"{m.split('_')[0]} {100 * res[0].eval[m]:.1f}"
+            for m in ("linear_top1", "knn_top1", "mean_top1", "svm_cv", "logistic_cv", "mr_acc", "trec_acc")
+            if m in res[0].eval
+        )
+        echo(f"[{i + 1}/{len(jobs)}] {label} seed {seed}: {acc} ({res[1]})")
+
+    if workers <= 1 or len(jobs) <= 1:
+        for i, (_, _, cfg, run_dir) in enumerate(jobs):
+            results[i] = _job(cfg, run_dir, resume, force)
+            report(i)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init) as pool:
+            futures = {
+                pool.submit(_job, cfg, run_dir, resume, force): i
+                for i, (_, _, cfg, run_dir) in enumerate(jobs)
+            }
+            for future in as_completed(futures):
+                i = futures[future]
+                results[i] = future.result()
+                report(i)
+    runs: dict[str, list[RunResult]] = defaultdict(list)
+    for (label, _, _, _), res in zip(jobs, results):
+        if res is not None and res[0] is not None:  # None: a non-zero DDP rank
+            runs[label].append(res[0])
+    return dict(runs)
+
+
+def prepare_root(root: Path, cfg: RunConfig, *, resume: bool, force: bool, kind: str = "compare") -> None:
+    """Create the group folder (refusing a used one without ``resume`` / ``force``) and its config."""
+    marker = root / f"{kind}.yaml"
+    if root.exists() and any(root.iterdir()) and not resume and not force:
+        raise RunExists(
+            f"folder '{root}' already holds results; pass --resume to reuse finished runs, "
+            f"--force to overwrite, or --out DIR for another folder"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(marker, dump_yaml(cfg))
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a group: its label (folder name), its overrides and the columns naming it."""
+
+    label: str
+    overrides: dict[str, Any]
+    point: dict[str, Any]
+
+
+def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """The Cartesian product of the grid, in key order.
+
+    >>> grid_points({"loss.beta": [0, 1], "seed": [3]})
+    [{'loss.beta': 0, 'seed': 3}, {'loss.beta': 1, 'seed': 3}]
+    """
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def point_label(point: dict[str, Any]) -> str:
+    """Folder-safe label of a grid point, e.g. ``beta=0.5,tau_plus=0.1``."""
+    return ",".join(f"{k.split('.')[-1]}={v}" for k, v in point.items()).replace("/", "_") or "base"
+
+
+def compare_arms(cfg: RunConfig) -> list[Arm]:
+    """The arms of ``compare.strategies``."""
+    return [Arm(s.name, dict(s.overrides), {"strategy": s.name}) for s in cfg.compare.strategies]
+
+
+def sweep_arms(cfg: RunConfig) -> list[Arm]:
+    """The arms of ``sweep.grid`` (one per grid point)."""
+    for key, values in cfg.sweep.grid.items():
+        if not values:
+            raise ConfigError(
+                f"invalid value for 'sweep.grid.{key}': must be a non-empty list, got {values!r}"
+            )
+    return [Arm(point_label(p), dict(p), dict(p)) for p in grid_points(cfg.sweep.grid)]
+
+
+def _unique(values: list[Any], key: str) -> None:
+    seen = [v for i, v in enumerate(values) if v in values[:i]]
+    if seen:
+        raise ConfigError(
+            f"invalid value for '{key}': entries must be distinct, got {values!r} ({seen[0]!r} twice)"
+        )
+
+
+def _jobs(
+    cfg: RunConfig, arms: list[Arm], seeds: list[int], root: Path, where: str
+) -> list[tuple[str, int, RunConfig, Path]]:
+    """Every (arm, seed) job with its validated config; nothing is written before this succeeds."""
+    _unique(list(seeds), f"{where}.seeds")
+    _unique([a.label for a in arms], f"{where} labels")
+    jobs = []
+    for i, arm in enumerate(arms):
+        for n, seed in enumerate(seeds):
+            extra: dict[str, Any] = {"seed": seed, "name": f"{arm.label}-seed{seed}"}
+            if n > 0:  # per-run figures of the first seed only; the group has its own
+                extra["eval.figures"] = False
+            try:
+                sub = with_overrides(cfg, {**arm.overrides, **extra})
+            except ConfigError as err:
+                what = (
+                    f"compare.strategies[{i}] ({arm.label})"
+                    if where == "compare"
+                    else f"sweep.grid point {arm.label}"
+                )
+                raise ConfigError(f"in {what}: {err}") from None
+            jobs.append((arm.label, seed, sub, root / arm.label / f"seed{seed}"))
+    return jobs
+
+
+def run_group(
+    cfg: RunConfig,
+    kind: str,
+    out: str | Path | None = None,
+    *,
+    resume: bool = False,
+    force: bool = False,
+    quiet: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> CompareResult:
+    """Run the group ``kind`` (``"compare"`` or ``"sweep"``) of ``cfg`` (see the module docstring)."""
+    if kind not in ("compare", "sweep"):
+        raise ValueError(f"kind must be 'compare' or 'sweep', got {kind!r}")
+    echo = echo or (lambda msg: print(msg, file=sys.stderr))
+    start = time.perf_counter()
+    group = cfg.compare if kind == "compare" else cfg.sweep
+    arms = compare_arms(cfg) if kind == "compare" else sweep_arms(cfg)
+    root = run_dir_for(cfg, out)
+    jobs = _jobs(cfg, arms, list(group.seeds), root, kind)
+    prepare_root(root, cfg, resume=resume, force=force, kind=kind)
+    if not quiet:
+        echo(
+            f"{kind}: {len(arms)} {'strategies' if kind == 'compare' else 'grid points'} x "
+            f"{len(group.seeds)} seeds = {len(jobs)} runs of {cfg.train.epochs} epochs -> {root}"
+        )
+    runs = run_many(jobs, resume=resume, force=force, quiet=quiet, echo=echo, workers=group.workers)
+    result = CompareResult(
+        root=root,
+        runs=runs,
+        table=aggregate(runs),
+        timing=sum_timing([r for rs in runs.values() for r in rs]),
+    )
+    configs = {label: sub for label, _, sub, _ in jobs}
+    _write_group(cfg, kind, result, {a.label: a.point for a in arms}, configs, seeds=len(group.seeds))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def run_compare(cfg: RunConfig, out: str | Path | None = None, **kwargs: Any) -> CompareResult:
+    """Run ``cfg.compare`` (:func:`run_group` with ``kind="compare"``)."""
+    return run_group(cfg, "compare", out, **kwargs)
+
+
+def run_sweep(cfg: RunConfig, out: str | Path | None = None, **kwargs: Any) -> CompareResult:
+    """Run the grid of ``cfg.sweep`` (:func:`run_group` with ``kind="sweep"``)."""
+    return run_group(cfg, "sweep", out, **kwargs)
+
+
+def run_seed(run: RunResult) -> int:
+    """The seed of a comparison run from its folder name ``seed<k>``."""
+    return int(run.run_dir.name.removeprefix("seed"))
+
+
+def paired_table(result: CompareResult) -> str:
+    """Markdown table of every strategy's paired difference to the first one (seed by seed)."""
+    from hardneg.pipeline.paired import format_paired, paired_differences
+
+    if len(result.runs) < 2:
+        return ""
+    values = {label: {run_seed(r): r.eval for r in rs} for label, rs in result.runs.items()}
+    baseline = next(iter(result.runs))
+    table = paired_differences(values, baseline=baseline, metrics=TABLE_METRICS)
+    return format_paired(table, baseline=baseline, metrics=TABLE_METRICS)
+
+
+def beta_series(
+    table: dict[str, dict[str, tuple[float, float]]], configs: dict[str, RunConfig], metric: str
+) -> dict[str, list[tuple[float, float, float]]]:
+    """Accuracy against β of the strategies on the uniform (β = 0) / hard (β) axis, one line per objective.
+
+    Robinson et al. (ICLR 2021), Fig. 3: InfoGraph is β = 0. Strategies with other
+    distributions (OT, …) or with a β chosen per batch are not on this axis.
+    """
+    groups: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for label, cfg in configs.items():
+        neg = cfg.loss.negatives
+        if label not in table or metric not in table[label]:
+            continue
+        if neg["name"] == "uniform":
+            beta = 0.0
+        elif neg["name"] == "hard" and neg.get("target_ess") is None:
+            beta = float(neg.get("beta", 1.0))
+        else:
+            continue
+        obj = cfg.loss.objective
+        key = ", ".join(f"{k}={v}" for k, v in obj.items())
+        groups[key].append((beta, *table[label][metric]))
+    return {k: v for k, v in groups.items() if len({p[0] for p in v}) >= 2}
+
+
+def _write_group(
+    cfg: RunConfig,
+    kind: str,
+    result: CompareResult,
+    points: dict[str, dict[str, Any]],
+    configs: dict[str, RunConfig],
+    *,
+    seeds: int,
+) -> None:
+    root = result.root
+    rows: list[dict[str, Any]] = []
+    for label, results in result.runs.items():
+        for r in results:
+            rows.append(
+                {
+                    **points[label],
+                    "run": str(r.run_dir.relative_to(root)),
+                    **r.eval,
+                    "final_loss": r.history[-1]["loss"] if r.history else float("nan"),
+                }
+            )
+    atomic_write_text(root / "results.csv", csv_text(rows))
+    table_rows = [
+        {
+            **points[s],
+            **{f"{m}_mean": v[0] for m, v in row.items()},
+            **{f"{m}_std": v[1] for m, v in row.items()},
+        }
+        for s, row in result.table.items()
+    ]
+    atomic_write_text(root / "table.csv", csv_text(table_rows))
+    md = format_table(result.table, label="strategy" if kind == "compare" else "grid point", seeds=seeds)
+    atomic_write_text(root / "table.md", md + "\n")
+    payload: dict[str, Any] = {
+        "table": {s: {m: list(v) for m, v in row.items()} for s, row in result.table.items()},
+        "runs": rows,
+        "timing": result.timing,
+    }
+    if kind == "sweep":
+        payload = {"grid": cfg.sweep.grid, **payload}
+    atomic_write_text(root / "results.json", json.dumps(payload, indent=2, default=str))
+    written = _group_figures(cfg, kind, result, points, configs, seeds=seeds) if cfg.eval.figures else []
+    title = "Compare" if kind == "compare" else "Sweep"
+    setting = (
+        f"seeds {cfg.compare.seeds}"
+        if kind == "compare"
+        else f"grid {cfg.sweep.grid}; seeds {cfg.sweep.seeds}"
+    )
+    lines = [
+        f"# {title} `{cfg.name}` on {cfg.data.dataset}",
+        "",
+        f"{cfg.train.epochs} epochs, batch {cfg.train.batch_size}, encoder {cfg.model.encoder}, "
+        f"{setting}. Every accuracy is that of the final epoch's encoder: no epoch or setting is "
+        "chosen on test data.",
+        "",
+        md,
+        "",
+    ]
+    paired = paired_table(result)
+    if paired:
+        first = next(iter(result.runs))
+        lines += [
+            f"Paired differences to `{first}` (same seed: same initial weights, data order "
+            "and evaluation folds):",
+            "",
+            paired,
+            "",
+        ]
+    if written:
+        lines += ["Figures: " + ", ".join(f"`{p.relative_to(root)}`" for p in written), ""]
+    lines += ["Time summed over runs:", "```", *timing_lines(result.timing), "```", ""]
+    atomic_write_text(root / "summary.md", "\n".join(lines))
+
+
+def _group_figures(
+    cfg: RunConfig,
+    kind: str,
+    result: CompareResult,
+    points: dict[str, dict[str, Any]],
+    configs: dict[str, RunConfig],
+    *,
+    seeds: int,
+) -> list[Path]:
+    """The group's figures; returns the paths written."""
+    fig = result.root / "figures"
+    out: list[Path] = []
+    if not result.runs:
+        return out
+    spread = f"mean ± std over {seeds} seeds" if seeds > 1 else "one seed"
+    if kind == "compare":
+        figures.accuracy_bars(
+            {s: {m: v for m, v in row.items() if m in TABLE_METRICS} for s, row in result.table.items()},
+            fig / "accuracy.png",
+            title=f"{cfg.data.dataset}: {spread}",
+        )
+        out.append(fig / "accuracy.png")
+        panels = {
+            s: (rs[0].test_features, rs[0].test_labels)
+            for s, rs in result.runs.items()
+            if rs and rs[0].test_features is not None and rs[0].test_labels is not None
+        }
+        if panels:
+            figures.cosine_histograms(
+                panels,
+                fig / "cosine_histograms.png",
+                title="test cosine similarity, same vs different label (first seed)",
+            )
+            out.append(fig / "cosine_histograms.png")
+        metric = next((m for m in TABLE_METRICS if any(m in row for row in result.table.values())), None)
+        by_beta = beta_series(result.table, configs, metric) if metric else {}
+        if by_beta:
+            figures.curves(
+                by_beta,
+                fig / "accuracy_vs_beta.png",
+                xlabel="β (0 = uniform negatives)",
+                ylabel=f"{metric} (%)",
+                title=f"{cfg.data.dataset}: {spread}",
+            )
+            out.append(fig / "accuracy_vs_beta.png")
+        series = _epoch_series(result.runs)
+        if series:
+            figures.curves(
+                series,
+                fig / "knn_vs_epochs.png",
+                xlabel="epoch",
+                title="online weighted kNN top-1 (mean ± std over seeds)",
+            )
+            out.append(fig / "knn_vs_epochs.png")
+        return out
+    for key, values in cfg.sweep.grid.items():
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        if len(values) < 2 or not numeric:
+            continue
+        path = fig / f"accuracy_vs_{key.split('.')[-1]}.png"
+        figures.curves(
+            _series_along(key, result.runs, points),
+            path,
+            xlabel=key,
+            title=f"accuracy vs {key} ({spread})",
+            logx=key in ("loss.num_negatives", "train.batch_size"),
+        )
+        out.append(path)
+    return out
+
+
+def _std(vals: np.ndarray) -> float:
+    return float(vals.std(ddof=1)) if vals.size > 1 else 0.0  # a figure's error bar: none for one seed
+
+
+def _epoch_series(runs: dict[str, list[RunResult]]) -> dict[str, list[tuple[float, float, float]]]:
+    series: dict[str, list[tuple[float, float, float]]] = {}
+    for label, results in runs.items():
+        by_epoch: dict[float, list[float]] = defaultdict(list)
+        for r in results:
+            for point in r.online:
+                by_epoch[point["epoch"]].append(point["knn_top1"])
+        if by_epoch:
+            series[label] = [(e, float(np.mean(v)), _std(np.array(v))) for e, v in sorted(by_epoch.items())]
+    return series
+
+
+def _series_along(
+    key: str, runs: dict[str, list[RunResult]], labels: dict[str, dict[str, Any]]
+) -> dict[str, list[tuple[float, float, float]]]:
+    """Lines ``metric [other keys]`` of (value of ``key``, mean, std)."""
+    groups: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for label, results in runs.items():
+        point = labels[label]
+        rest = ",".join(f"{k.split('.')[-1]}={v}" for k, v in point.items() if k != key)
+        for metric in ("linear_top1", "knn_top1"):
+            vals = np.array([r.eval[metric] for r in results if metric in r.eval], dtype=float)
+            if vals.size == 0 or metric not in TABLE_METRICS:
+                continue
+            name = metric.replace("_top1", "") + (f" [{rest}]" if rest else "")
+            groups[name].append((float(point[key]), float(vals.mean()), _std(vals)))
+    return dict(groups)
