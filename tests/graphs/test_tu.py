@@ -255,7 +255,7 @@ def test_graph_without_edges_is_valid_and_trains(tmp_path: Path) -> None:
     optimizer = torch.optim.Adam(encoder.parameters(), lr=1e-3)
     x, _, labels, _ = graphs.dataset(data, cfg)[[0, 1, 2]]
     for step in range(2):
-        out = graphs.step(encoder, loss, x, labels=labels, generator=step_generator(0, 0, step))
+        out = graphs.step(cfg, encoder, loss, x, labels=labels, generator=step_generator(0, 0, step))
         optimizer.zero_grad()
         out.loss.backward()
         optimizer.step()

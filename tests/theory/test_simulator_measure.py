@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from hardneg.theory.measure import load_features, measure_bounds
 from hardneg.data.latent import LatentClassSimulator
+from hardneg.theory.measure import load_features, measure_bounds
 
 
 def tau_enum(rho: list[float], k: int) -> float:

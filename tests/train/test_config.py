@@ -130,7 +130,7 @@ def test_unknown_section_is_rejected():
         ("train.epochs=2.5", r"'train.epochs': must be an integer, got 2.5"),
         ("train.deterministic=maybe", r"'train.deterministic': must be true or false, got 'maybe'"),
         ("eval.kwise=[0]", r"'eval.kwise\[0\]': must be >= 1, got 0"),
-        ("model.encoder=vgg", r"'model.encoder': must be one of \[.*'small_cnn'.*\], got 'vgg'"),
+        ("model.encoder=vgg", r"'model.encoder': .* takes one of \[.*'small_cnn'.*\], got 'vgg'"),
     ],
 )
 def test_invalid_values_name_key_constraint_and_value(override, pattern):
@@ -147,8 +147,9 @@ def test_missing_file_names_the_file_and_packaged_configs():
 def test_compare_strategy_overrides_are_validated(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("compare:\n  strategies:\n    - name: a\n      overrides: {loss.negatives.bta: 1}\n")
+    load_config(path)  # a plain train does not validate the group (each run of compare does)
     with pytest.raises(ConfigError, match=r"compare.strategies\[0\].overrides.*'loss.negatives.bta'"):
-        load_config(path)
+        load_config(path, check_groups=True)
 
 
 def test_yaml_round_trip(tmp_path):
@@ -167,19 +168,22 @@ def test_packaged_configs_resolve_and_validate():
         load_config(name)
 
 
-def test_repository_configs_validate():
-    folders = (REPO / "configs", REPO / "configs" / "paper", REPO / "configs" / "studies")
-    paths = sorted(p for folder in folders for p in folder.glob("*.yaml"))
-    assert paths, "configs/ holds the user-facing and paper configs"
-    for path in paths:
-        cfg = load_config(path)
+def test_every_config_is_packaged_once_and_validates():
+    """One copy of each config, in the package (paper/ and studies/ included), each valid."""
+    names = packaged_config_names()
+    assert {"paper/cifar10_hard", "studies/k_digits", "theory_ash_tradeoff"} <= set(names)
+    assert not (REPO / "configs").exists(), "configs live in src/hardneg/configs only"
+    for name in names:
+        path = resolve_config_path(name)
         assert yaml.safe_load(path.read_text())  # non-empty
+        cfg = load_config(name)
         assert config_to_dict(cfg)["train"]["epochs"] >= 1
+    assert resolve_config_path("configs/paper/cifar10_hard.yaml") == resolve_config_path("paper/cifar10_hard")
 
 
 def test_paper_configs_follow_hcl_settings():
     for name in ("cifar10", "cifar100", "stl10"):
-        cfg = load_config(REPO / "configs" / "paper" / f"{name}_hard.yaml")
+        cfg = load_config(f"paper/{name}_hard")
         assert cfg.model.encoder == "resnet50_cifar"
         assert (cfg.train.epochs, cfg.train.optimizer, cfg.train.lr, cfg.train.weight_decay) == (
             400,
@@ -192,15 +196,10 @@ def test_paper_configs_follow_hcl_settings():
         assert cfg.data.dataset == name and cfg.data.root is not None
 
 
-def test_user_facing_copies_match_the_packaged_configs():
-    for name in ("digits", "digits_compare", "graphs", "graphs_compare"):
-        assert (REPO / "configs" / f"{name}.yaml").read_text() == resolve_config_path(name).read_text()
-
-
 def test_paper_graph_configs_follow_hcl_fig3_settings():
     names = ("MUTAG", "PTC_MR", "PROTEINS", "ENZYMES", "IMDB-BINARY", "IMDB-MULTI", "DD", "REDDIT-BINARY")
     for name in names:
-        cfg = load_config(REPO / "configs" / "paper" / f"graphs_tu_{name}.yaml")
+        cfg = load_config(f"paper/graphs_tu_{name}")
         assert (cfg.data.dataset, cfg.data.name, cfg.data.graphs.node_attributes) == ("tu", name, False)
         assert (cfg.model.encoder, cfg.model.width, cfg.model.layers) == ("gin", 32, 3)
         assert (cfg.train.epochs, cfg.train.batch_size, cfg.train.lr) == (200, 128, 1e-3)

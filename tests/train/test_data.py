@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hardneg.data.images import LabeledImages
 from hardneg.data.batches import BatchedImages, EpochBatchSampler
+from hardneg.data.images import LabeledImages
 from hardneg.seeding import mix_seed
 
 

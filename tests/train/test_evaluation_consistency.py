@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hardneg.pipeline.evaluation import evaluate_encoder
 from hardneg.data.vectors import LabeledVectors
+from hardneg.pipeline.evaluation import evaluate_encoder
 
 
 class _FirstOutput(nn.Module):

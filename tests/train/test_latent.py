@@ -298,21 +298,12 @@ def test_bad_tuple_layout_is_rejected(overrides, pattern):
         load_config("latent_classes", tiny_latent(*overrides))
 
 
-def test_two_view_step_is_the_engines():
-    """The default layout: both views through the encoder, then the loss with details=True."""
-    from hardneg import ContrastiveLoss
+def test_two_views_train_with_the_engines_step_tuples_with_their_own():
+    """``two_views``: the engine's two-view step (MoCo and GradCache apply); ``tuples``: the modality's."""
     from hardneg.modalities.latent import Latent
+    from hardneg.pipeline.config import load_config
 
-    train, _ = load_latent_splits(num_classes=3, input_dim=4, train_size=16, test_size=4)
-    torch.manual_seed(0)
-    enc = torch.nn.Linear(4, 3)
-
-    def encoder(x):
-        z = enc(x)
-        return z, z
-
-    loss = ContrastiveLoss(temperature=0.5)
-    batch, _, y, _ = BatchedLatent(train)[list(range(8))]
-    out = Latent().step(encoder, loss, batch, labels=y, generator=torch.Generator().manual_seed(0))
-    ref = loss(enc(train.inputs[:8]), enc(train.positives[:8]), labels=y, details=True)
-    assert torch.equal(out.loss, ref.loss) and out.per_anchor.shape == (16,)
+    pairs = load_config("latent_classes")
+    tuples = load_config("latent_classes", ["data.layout=tuples", "loss.num_negatives=1"])
+    assert not Latent().own_step(pairs) and Latent().own_step(tuples)
+    load_config("latent_classes", ["train.grad_cache_chunk=32"])  # allowed with the engine's step

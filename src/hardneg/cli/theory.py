@@ -242,17 +242,3 @@ def figures(outdir: Path = typer.Argument(..., help="output folder")) -> None:
 
     for p in write_all_figures(outdir):
         typer.echo(f"wrote {p}")
-
-
-@app.command("experiments")
-def experiments(
-    config: Path | None = typer.Argument(None, help="YAML config (configs/theory/*.yaml)"),
-    outdir: Path = typer.Option(Path("theory_experiments"), "--outdir"),
-    full: bool = typer.Option(False, "--full", help="bigger budgets"),
-    which: str = typer.Option("all", "--which", help="ash, block, hcl or all"),
-) -> None:
-    """Run the controlled experiments (table printed + CSV + figure)."""
-    from .experiments import run_experiments
-
-    for line in run_experiments(config, outdir=outdir, full=full, which=which):
-        typer.echo(line)

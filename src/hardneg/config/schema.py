@@ -89,6 +89,14 @@ class LossConfig(Section):
     anneal: AnnealConfig = Field(default_factory=AnnealConfig)
     _built: dict[str, Any] = PrivateAttr(default_factory=dict)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal sections hold equal values (the components kept from validation do not count)."""
+        if not isinstance(other, LossConfig):
+            return NotImplemented
+        return self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like every pydantic model
+
     def keep_built(self, part: str, component: Any) -> None:
         """Keep the component ``part`` (``negatives`` / ``objective``) built when the config was validated."""
         self._built[part] = component

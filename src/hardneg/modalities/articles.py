@@ -242,7 +242,8 @@ class Articles(Modality):
         return encoder
 
     def step(
-        self, encoder: nn.Module, loss: ContrastiveLoss, x: Any, *, labels: Tensor | None,
+        self,
+        cfg: RunConfig, encoder: nn.Module, loss: ContrastiveLoss, x: Any, *, labels: Tensor | None,
         generator: torch.Generator,
     ) -> LossOutput:
         """Anchors against their same-article positives; negatives the batch's sentences (SimCLR

@@ -84,7 +84,7 @@ class ViewMaker(Protocol):
 
 
 class IdentityViews:
-    """The inputs are already the two views (true-positive pairs, the latent-class simulator)."""
+    """The inputs are already the two views (true-positive pairs: the latent-class simulator's)."""
 
     def __call__(self, x: Tensor, x2: Tensor, *, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         return x, x2
@@ -153,13 +153,14 @@ class Modality:
         """The model: ``model.encoder`` with its projection head, sized for ``train``'s inputs."""
         raise NotImplementedError(f"{type(self).__name__}.build_encoder")
 
-    @property
-    def has_step(self) -> bool:
-        """Whether the modality trains with its own :meth:`step` instead of two views."""
+    def own_step(self, cfg: RunConfig) -> bool:
+        """Whether ``cfg`` trains with the modality's own :meth:`step` instead of two views (default:
+        whenever the modality defines one)."""
         return type(self).step is not Modality.step
 
     def step(
         self,
+        cfg: RunConfig,
         encoder: nn.Module,
         loss: ContrastiveLoss,
         x: Any,
@@ -167,7 +168,11 @@ class Modality:
         labels: Tensor | None,
         generator: torch.Generator,
     ) -> LossOutput:
-        """One batch to the loss, for modalities whose signal is not two views (see :attr:`has_step`)."""
+        """One batch to the loss, for modalities whose signal is not two views (see :meth:`own_step`).
+
+        ``cfg`` is the run's config: the layout of the loss (which items are positives, which form
+        of a paper's loss) is the modality's, read from its section, never stored on the encoder.
+        """
         raise NotImplementedError(f"{type(self).__name__}.step")
 
     # -- evaluation --------------------------------------------------------------------------------

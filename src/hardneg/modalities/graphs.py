@@ -50,8 +50,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GraphBatches", "GraphData", "GraphDataConfig", "Graphs", "load_graph_dataset", "released_beta"]
 
-# the encoder attribute through which a run's step knows it trains with the released loss
-_RELEASED_BETA = "released_beta"
 
 
 class GraphDataConfig(Section):
@@ -239,15 +237,13 @@ class Graphs(Modality):
         from hardneg.models.gin import seeded_infograph_model
 
         m = cfg.model
-        model = seeded_infograph_model(
+        return seeded_infograph_model(
             in_dim=int(train.num_features), hidden=m.width or 32, num_layers=m.layers or 3, seed=cfg.seed
         )
-        # the run's choice of graph loss travels with its encoder (the step has no config)
-        setattr(model, _RELEASED_BETA, released_beta(cfg))
-        return model
 
     def step(
         self,
+        cfg: RunConfig,
         encoder: nn.Module,
         loss: ContrastiveLoss,
         x: Any,
@@ -257,7 +253,7 @@ class Graphs(Modality):
     ) -> LossOutput:
         """Every node of ``x`` against every graph: ``loss`` (mean over nodes), or the released loss."""
         local, global_, batch = encoder(x)
-        beta = getattr(encoder, _RELEASED_BETA, None)
+        beta = released_beta(cfg)
         if beta is not None:
             from hardneg.graphs.released import released_local_global_loss
             from hardneg.reduction import LossOutput

@@ -149,16 +149,20 @@ class Latent(Modality):
         train, test = load_latent_splits(**d.latent.model_dump(), block_size=block)
         return train.head(d.train_subset), test.head(d.test_subset)
 
-    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
-        from hardneg.data.vectors import BatchedLatent
+    def own_step(self, cfg: RunConfig) -> bool:
+        return cfg.data.layout == "tuples"  # type: ignore[attr-defined]  # pairs: the engine's step
 
-        return BatchedLatent(train)
+    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+        from hardneg.data.vectors import BatchedLatent, BatchedPairs
+
+        return BatchedLatent(train) if self.own_step(cfg) else BatchedPairs(train)
 
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         return configured_encoder(cfg.model, in_dim=int(train.inputs.shape[1]))
 
     def step(
         self,
+        cfg: RunConfig,
         encoder: nn.Module,
         loss: ContrastiveLoss,
         x: Any,
@@ -166,16 +170,9 @@ class Latent(Modality):
         labels: Tensor | None,
         generator: torch.Generator,
     ) -> LossOutput:
-        """A :class:`~hardneg.data.vectors.LatentBatch` to the loss in its layout (module docstring).
-
-        Pairs ``(B, D)``: the engine's two-view step (both views through the encoder, then
-        ``loss(z1, z2, details=True)``); blocks ``(B, b, D)``: :func:`tuple_loss`.
-        """
+        """``data.layout: tuples``: a :class:`~hardneg.data.vectors.LatentBatch` of anchors and blocks
+        ``(B, b, D)`` to :func:`tuple_loss` (``two_views`` trains with the engine's two-view step)."""
         anchors, positives = x
-        if positives.dim() == 2:
-            _, z1 = encoder(anchors)
-            _, z2 = encoder(positives)
-            return loss(z1, z2, labels=labels, generator=generator, details=True)
         return tuple_loss(encoder, loss, anchors, positives, labels=labels, generator=generator)
 
 

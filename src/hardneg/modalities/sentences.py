@@ -226,7 +226,7 @@ class Sentences(Modality):
         from hardneg.models.gru import GRUEncoder
         from hardneg.text.quickthoughts import QuickThoughts
 
-        m, t = cfg.model, cfg.data.text  # type: ignore[attr-defined]
+        m = cfg.model
         dim = m.feature_dim or 100
 
         def one() -> nn.Module:
@@ -239,16 +239,29 @@ class Sentences(Modality):
                 )
             return BagOfWords(vocab_size=len(train.vocab), dim=dim)
 
-        return QuickThoughts(
-            f=one(), g=one(), context=t.context, positives=t.positives, self_score=t.self_score
-        )
+        return QuickThoughts(f=one(), g=one())
 
     def step(
-        self, encoder: nn.Module, loss: ContrastiveLoss, x: Any, *, labels: Tensor | None,
+        self,
+        cfg: RunConfig, encoder: nn.Module, loss: ContrastiveLoss, x: Any, *, labels: Tensor | None,
         generator: torch.Generator,
     ) -> LossOutput:
-        """The QT loss of one window (:meth:`~hardneg.text.quickthoughts.QuickThoughts.loss`)."""
-        return encoder.loss(loss, x["tokens"], x["documents"], generator=generator)  # type: ignore[operator]
+        """The QT loss of one window: f(s) against g(s) in the layout of ``data.text``
+        (:func:`~hardneg.text.quickthoughts.quick_thoughts_loss`)."""
+        from hardneg.text.quickthoughts import quick_thoughts_loss
+
+        t = cfg.data.text  # type: ignore[attr-defined]
+        tokens = x["tokens"]
+        return quick_thoughts_loss(
+            loss,
+            encoder.f(tokens),  # type: ignore[operator]
+            encoder.g(tokens),  # type: ignore[operator]
+            x["documents"],
+            context=t.context,
+            positives=t.positives,
+            self_score=t.self_score,
+            generator=generator,
+        )
 
     # -- evaluation --------------------------------------------------------------------------------
     def evaluate(self, encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:

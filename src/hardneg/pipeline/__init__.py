@@ -1,10 +1,12 @@
-"""The training pipeline: config, registries, the modality seam, the Lightning module, run folders.
+"""The training pipeline: one engine above the modalities and the loss core.
 
-Module map: ``config/`` (schema, errors, loading), ``registry`` (distributions, objectives),
-``modality`` (data sets: the seam), ``build`` (config → loss, encoder, module), ``module``
-(the LightningModule), ``data`` / ``latent`` (batches), ``seeding`` (the one seed mixer),
-``engine`` (the Trainer), ``experiment`` (train / evaluate a run), ``run_folder`` (its files),
-``compare`` / ``sweep`` (groups of runs), ``callbacks``, ``evaluation``, ``figures``.
+Module map: ``config`` (YAML + overrides → a :class:`~hardneg.config.RunConfig` validated once,
+with the data section of the modality of ``data.dataset``), ``registry`` (negative distributions
+and objectives by name), ``build`` (config → loss, LightningModule, callbacks), ``module`` (the
+LightningModule: the one training loop), ``data`` (the Lightning data module), ``engine`` (the
+Trainer), ``experiment`` (train / evaluate a run), ``run_folder`` and ``checkpoints`` (its files),
+``groups`` (compare and sweep: one runner for groups of runs), ``paired`` (seed-paired
+statistics), ``callbacks``, ``evaluation`` (the engine's readouts), ``csv_log``.
 
 Submodules are imported lazily (``hardneg.pipeline.experiment`` pulls in Lightning), so
 ``import hardneg.pipeline`` stays cheap.
@@ -21,7 +23,7 @@ __all__ = [
     "build_loss",
     "build_module",
     "evaluate_run",
-    "register_dataset",
+    "register_modality",
     "register_negatives",
     "register_objective",
     "run_compare",
@@ -38,7 +40,7 @@ _WHERE = {
     "build_module": "hardneg.pipeline.build",
     "register_negatives": "hardneg.pipeline.registry",
     "register_objective": "hardneg.pipeline.registry",
-    "register_dataset": "hardneg.modalities.base",
+    "register_modality": "hardneg.modalities.base",
     "run_compare": "hardneg.pipeline.groups",
     "run_sweep": "hardneg.pipeline.groups",
 }

@@ -9,6 +9,7 @@ to :class:`~hardneg.ContrastiveLoss`, the one place that does it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -54,7 +55,7 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
     for name in cfg.imports:  # user registrations (also in spawned compare/sweep workers)
         importlib.import_module(name)
     modality = get_modality(cfg.data.dataset)
-    own_step = modality.has_step
+    own_step = modality.own_step(cfg)
     loss = build_loss(cfg)
     callbacks: list[L.Callback] = []
     if cfg.loss.anneal.enabled:
@@ -79,7 +80,7 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
         moco_momentum=cfg.moco.momentum,
         use_labels=cfg.data.dataset != "random",  # noise images carry meaningless labels
         grad_cache_chunk=t.grad_cache_chunk,
-        step=modality.step if own_step else None,
+        step=functools.partial(modality.step, cfg) if own_step else None,
     )
     return module, callbacks
 

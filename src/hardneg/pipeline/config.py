@@ -351,7 +351,7 @@ def _check_cross(cfg: RunConfig, modality: Modality) -> None:
                 "invalid value for 'loss.anneal.enabled': annealing needs a distribution with beta "
                 f"(e.g. 'hard'), got loss.negatives.name={cfg.loss.negatives['name']!r}"
             )
-    if modality.has_step:
+    if modality.own_step(cfg):
         if cfg.train.mode != "simclr":
             raise ConfigError(
                 f"invalid value for 'train.mode': {name} trains with its own step; use 'simclr', "
@@ -384,25 +384,31 @@ def _check_dotted(cfg: RunConfig, overrides: dict[str, Any], where: str) -> None
 
 
 def packaged_config_names() -> list[str]:
-    """Names of the configs shipped in ``hardneg/configs`` (usable as ``CONFIG``)."""
+    """Names of the configs shipped in ``hardneg/configs`` (usable as ``CONFIG``): ``digits``, …, and
+    those of its folders as ``paper/cifar10_hard``, ``studies/k_digits``."""
     folder = resources.files("hardneg") / "configs"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    names = [p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")]
+    for sub in folder.iterdir():
+        if sub.is_dir():
+            names += [f"{sub.name}/{p.name[:-5]}" for p in sub.iterdir() if p.name.endswith(".yaml")]
+    return sorted(names)
 
 
 def resolve_config_path(config: str | Path) -> Path:
-    """A path to an existing YAML file, or the name of a packaged config."""
+    """A path to an existing YAML file, or the name of a packaged config (``.yaml`` optional)."""
     path = Path(config)
     if path.is_file():
         return path
     names = packaged_config_names()
-    name = str(config)
-    if name.endswith(".yaml") and not path.exists() and Path(name).stem in names and "/" not in name:
-        name = Path(name).stem
+    name = str(config).removesuffix(".yaml")
+    if name.startswith("configs/"):  # the repository-relative path of a packaged config
+        name = name.removeprefix("configs/")
     if name in names:
         return Path(str(resources.files("hardneg") / "configs" / f"{name}.yaml"))
+    top = [n for n in names if "/" not in n]
     raise ConfigError(
         f"config file not found: '{config}' (no such file, and not a packaged config name; "
-        f"packaged configs: {', '.join(names)})"
+        f"packaged configs: {', '.join(top)}, and paper/…, studies/… (hardneg configs lists them all))"
     )
 
 
@@ -436,16 +442,17 @@ def load_config(
 
     The defaults of ``data`` are those of the modality of the file's ``data.dataset`` (``digits``
     without one); an override of ``data.dataset`` to another modality's data set starts that
-    modality's section anew, keeping the values of the keys both sections have. ``check_groups``: also validate the compare strategies and sweep
-    points (``hardneg compare`` / ``sweep``).
+    modality's section anew, keeping the values of the keys both sections have. ``check_groups``:
+    also validate the compare strategies and sweep points (the group runner validates the jobs of
+    the group it runs anyway, before writing anything).
     """
     user = read_yaml(resolve_config_path(config)) if config is not None else {}
     ov = dict(overrides) if isinstance(overrides, dict) else parse_overrides(list(overrides))
     imports = ov.get("imports", user.get("imports")) or []
     if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
         _import_plugins(imports)  # a user's modality must be registered before its defaults are read
-    user_data = user.get("data") if isinstance(user.get("data"), dict) else {}
-    dataset = user_data.get("dataset", "digits")  # an override of it retargets in apply_overrides
+    user_data = user.get("data")
+    dataset = user_data.get("dataset", "digits") if isinstance(user_data, dict) else "digits"  # an override of it retargets in apply_overrides
     base = _defaults(dataset if isinstance(dataset, str) else "digits")
     _deep_merge(base, user, "")
     apply_overrides(base, ov)

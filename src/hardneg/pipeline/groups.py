@@ -554,7 +554,7 @@ def _series_along(
     for label, results in runs.items():
         point = labels[label]
         rest = ",".join(f"{k.split('.')[-1]}={v}" for k, v in point.items() if k != key)
-        for metric in ("linear_top1", "knn_top1"):
+        for metric in ("linear_top1", "knn_top1", "mean_top1"):
             vals = np.array([r.eval[metric] for r in results if metric in r.eval], dtype=float)
             if vals.size == 0 or metric not in TABLE_METRICS:
                 continue

@@ -146,10 +146,10 @@ CLAIMS: tuple[Claim, ...] = (
 NOT_RUN_HERE: tuple[NotRunHere, ...] = (
     NotRunHere("hcl-table1-cifar10", "Hard negatives improve SimCLR by ~2-3 points on CIFAR-10/100, STL-10.",
                "Robinson et al. (ICLR 2021), Table 1",
-               "hardneg compare configs/paper/cifar10_compare.yaml data.root=DIR (GPU, 400 epochs)"),
+               "hardneg compare paper/cifar10_compare data.root=DIR (GPU, 400 epochs)"),
     NotRunHere("hcl-moco", "Hard negatives improve MoCo-v2.", "Robinson et al. (ICLR 2021), App. C.1",
-               "hardneg train configs/paper/cifar10_moco_hard.yaml data.root=DIR (GPU)"),
+               "hardneg train paper/cifar10_moco_hard data.root=DIR (GPU)"),
     NotRunHere("hcl-fig3-tu", "Hard negatives beat InfoGraph on 6 of 8 TU graph sets.",
                "Robinson et al. (ICLR 2021), Fig. 3",
-               "hardneg sweep configs/paper/graphs_tu_<NAME>.yaml data.root=DIR (TU files)"),
+               "hardneg sweep paper/graphs_tu_<NAME> data.root=DIR (TU files)"),
 )

@@ -92,8 +92,8 @@ def run_reproduce(
     won) and the verdict; claims that need a GPU or data not installed here get the verdict
     ``not run here`` and the command that would run them.
     """
-    from hardneg.reproduce.report import write_report
     from hardneg.pipeline.groups import run_compare
+    from hardneg.reproduce.report import write_report
 
     echo = echo or (lambda msg: print(msg, file=sys.stderr))
     start = time.perf_counter()

@@ -106,15 +106,16 @@ def quick_thoughts_loss(
 
 
 class QuickThoughts(nn.Module):
-    """The QT model: encoders ``f`` and ``g`` (same architecture, separate weights) and its context.
+    """The QT model: encoders ``f`` and ``g`` (same architecture, separate weights).
 
     ``forward(tokens) -> (h, z)`` with ``h = [f(s); g(s)]``, the representation evaluated
     downstream (Logeswaran & Lee concatenate both encoders), and ``z = f(s)``.
 
     Args:
         f, g: sentence encoders ``(B, L) int64 → (B, d)`` with a ``feature_dim`` attribute.
-        context: sentences on each side that are positives (QT: 1).
-        positives, self_score: the form of the loss (:func:`quick_thoughts_loss`).
+
+    The loss's layout (context, the form of the positive term) is not the model's: the training
+    step passes ``f(s)`` and ``g(s)`` to :func:`quick_thoughts_loss`.
     """
 
     def __init__(
@@ -122,37 +123,13 @@ class QuickThoughts(nn.Module):
         *,
         f: nn.Module,
         g: nn.Module,
-        context: int = 1,
-        positives: PositiveForm = "sum",
-        self_score: SelfScore = "exclude",
     ) -> None:
         super().__init__()
         if f is g:
             raise ValueError("f and g must be separate modules (quick-thoughts trains two encoders)")
         self.f, self.g = f, g
-        self.context, self.positives, self.self_score = context, positives, self_score
         self.feature_dim = int(f.feature_dim) + int(g.feature_dim)  # type: ignore[arg-type]
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         zf = self.f(tokens)
         return torch.cat([zf, self.g(tokens)], dim=1), zf
-
-    def loss(
-        self,
-        loss: ContrastiveLoss,
-        tokens: Tensor,
-        documents: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """:func:`quick_thoughts_loss` of ``f(tokens)`` against ``g(tokens)``."""
-        return quick_thoughts_loss(
-            loss,
-            self.f(tokens),
-            self.g(tokens),
-            documents,
-            context=self.context,
-            positives=self.positives,
-            self_score=self.self_score,
-            generator=generator,
-        )
