@@ -151,14 +151,14 @@ def test_corpus_negatives_do_not_depend_on_the_batch_size(tmp_path: Path) -> Non
         x, _, labels, _ = data[batch]
         assert x["pool"].shape == (20, train.inputs.shape[1]) and x["pool_labels"].shape == (20,)
         assert torch.equal(x["pool"], data[batch][0]["pool"])  # seeded by the batch: reproducible
-        out = _step(module.encoder, loss, x, labels=labels, generator=torch.Generator().manual_seed(0))
+        out = _step(cfg, module.encoder, loss, x, labels=labels, generator=torch.Generator().manual_seed(0))
         assert out.diagnostics["num_negatives"] == 20 and torch.isfinite(out.loss)
     # the pool's own-article sentences are collisions; collision-free negatives drop them
     cf = build_loss(load_config("articles", [*TINY, f"data.root={path}", "loss.collision_free=true"]))
     x, _, labels, _ = data[list(range(30))]
-    out = _step(module.encoder, cf, x, labels=labels, generator=torch.Generator().manual_seed(0))
+    out = _step(cfg, module.encoder, cf, x, labels=labels, generator=torch.Generator().manual_seed(0))
     assert out.diagnostics["collision_rate"] == 0.0
-    assert _step(module.encoder, loss, x, labels=labels, generator=torch.Generator())\
+    assert _step(cfg, module.encoder, loss, x, labels=labels, generator=torch.Generator())\
         .diagnostics["collision_rate"] > 0.0
 
 
@@ -214,7 +214,7 @@ def test_blocks_average_b_sentences_of_one_article(tmp_path: Path) -> None:
     module, _ = build_module(cfg, train)
     loss = build_loss(cfg)
     g = torch.Generator().manual_seed(0)
-    out = _step(module.encoder, loss, x, labels=labels, generator=g)
+    out = _step(cfg, module.encoder, loss, x, labels=labels, generator=g)
     _, za = module.encoder(x["anchor"])
     _, zp = module.encoder(x["positive"])
     ref = loss(za.reshape(3, 3, -1).mean(1), zp.reshape(3, 3, -1).mean(1))
@@ -239,7 +239,8 @@ def test_the_block_step_is_arora_et_al_block_loss(tmp_path: Path) -> None:
     train, _ = load_data(cfg)
     module, _ = build_module(cfg, train)
     x, _, labels, _ = ArticleBatches(train, seed=0, block_size=b)[items]
-    out = _step(module.encoder, build_loss(cfg), x, labels=labels, generator=torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(0)
+    out = _step(cfg, module.encoder, build_loss(cfg), x, labels=labels, generator=g)
     with torch.no_grad():
         a_blocks = module.encoder(x["anchor"])[1].double().reshape(len(items), b, -1)
         p_blocks = module.encoder(x["positive"])[1].double().reshape(len(items), b, -1)
@@ -276,7 +277,7 @@ def test_supervised_baseline_trains_the_encoder_with_labels(tmp_path: Path) -> N
     assert set(x) == {"anchor", "labels"} and torch.equal(x["labels"], train.labels[idx])
     module, _ = build_module(cfg, train)
     assert module.encoder.output_layer.out_features == len(TOPICS)
-    out = _step(module.encoder, build_loss(cfg), x, labels=labels, generator=torch.Generator())
+    out = _step(cfg, module.encoder, build_loss(cfg), x, labels=labels, generator=torch.Generator())
     h, _ = module.encoder(x["anchor"])
     ref = F.cross_entropy(module.encoder.output_layer(h).double(), labels)  # independent path, float64
     assert float(out.loss.detach()) == pytest.approx(float(ref.detach()), rel=1e-5)

@@ -11,8 +11,7 @@ imported on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hardneg._lazy import lazy_names
 
 _WHERE = {
     "InfoGraphLoss": "hardneg.graphs.objective",
@@ -26,13 +25,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hardneg.graphs' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _WHERE)

@@ -26,7 +26,8 @@ This module imports no modality. The built-in ones (:mod:`hardneg.modalities.ima
 :mod:`hardneg.modalities`; a user's data registers its own with :func:`register_modality`
 (``imports: [my_package.my_modality]`` in a config makes the CLI import it first)::
 
-    >>>     >>> class Toy(Modality):
+    >>> from pydantic import Field
+    >>> class Toy(Modality):
     ...     name = "toy"
     ...     datasets = ("toy",)
     ...     encoders = ("mlp",)

@@ -452,7 +452,8 @@ def load_config(
     if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
         _import_plugins(imports)  # a user's modality must be registered before its defaults are read
     user_data = user.get("data")
-    dataset = user_data.get("dataset", "digits") if isinstance(user_data, dict) else "digits"  # an override of it retargets in apply_overrides
+    # the file's data set gives the defaults; an override of data.dataset retargets in apply_overrides
+    dataset = user_data.get("dataset", "digits") if isinstance(user_data, dict) else "digits"
     base = _defaults(dataset if isinstance(dataset, str) else "digits")
     _deep_merge(base, user, "")
     apply_overrides(base, ov)

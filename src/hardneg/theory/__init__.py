@@ -16,57 +16,56 @@ answers without loading them.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hardneg._lazy import lazy_names
 
 _WHERE = {
-    "AroraCoefficients": "arora",
-    "AshTheorem3Bound": "ash",
-    "C_PRIME_HINGE": "arora",
-    "C_PRIME_LOGISTIC": "arora",
-    "F2_CLOSED_FORM_MAX_R": "examples",
-    "HCLBound": "hcl",
-    "TammesResult": "tammes",
-    "all_collide_probability": "collisions",
-    "arora_coefficients": "arora",
-    "arora_example_embeddings": "examples",
-    "arora_example_nce": "examples",
-    "arora_lemma_4_3_bound": "arora",
-    "arora_proposition_6_2_bound": "arora",
-    "arora_theorem_4_5_bound": "arora",
-    "arora_theorem_b1_bound": "arora",
-    "ash_coefficient": "ash",
-    "ash_example_crossings": "examples",
-    "ash_example_embeddings": "examples",
-    "ash_example_preferred_f2": "examples",
-    "ash_f1_nce": "examples",
-    "ash_f2_crude_bounds": "examples",
-    "ash_f2_nce": "examples",
-    "ash_theorem1_bound": "ash",
-    "ash_theorem3_bound": "ash",
-    "c_prime": "arora",
-    "collision_count_pmf": "collisions",
-    "collision_floor": "ash",
-    "collision_probability": "collisions",
-    "competitive_gamma": "arora",
-    "coupon_cover_probability": "coupon",
-    "coupon_expected_draws": "coupon",
-    "coupon_expected_draws_bound": "coupon",
-    "degenerate_minmax_value": "ot",
-    "distinct_classes_probability": "collisions",
-    "exact_hinge_nce": "examples",
-    "generalization_gap": "arora",
-    "harmonic_number": "coupon",
-    "hcl_misclassification_bound": "hcl",
-    "intraclass_deviation": "deviation",
-    "kappa_loose": "ash",
-    "kappa_tau_refined": "ash",
-    "loss_upper_bound": "arora",
-    "no_all_collide_probability": "collisions",
-    "no_collision_probability": "collisions",
-    "optimal_num_negatives": "ash",
-    "simplex_separation": "hcl",
-    "weighted_tammes": "tammes",
+    "AroraCoefficients": ".arora",
+    "AshTheorem3Bound": ".ash",
+    "C_PRIME_HINGE": ".arora",
+    "C_PRIME_LOGISTIC": ".arora",
+    "F2_CLOSED_FORM_MAX_R": ".examples",
+    "HCLBound": ".hcl",
+    "TammesResult": ".tammes",
+    "all_collide_probability": ".collisions",
+    "arora_coefficients": ".arora",
+    "arora_example_embeddings": ".examples",
+    "arora_example_nce": ".examples",
+    "arora_lemma_4_3_bound": ".arora",
+    "arora_proposition_6_2_bound": ".arora",
+    "arora_theorem_4_5_bound": ".arora",
+    "arora_theorem_b1_bound": ".arora",
+    "ash_coefficient": ".ash",
+    "ash_example_crossings": ".examples",
+    "ash_example_embeddings": ".examples",
+    "ash_example_preferred_f2": ".examples",
+    "ash_f1_nce": ".examples",
+    "ash_f2_crude_bounds": ".examples",
+    "ash_f2_nce": ".examples",
+    "ash_theorem1_bound": ".ash",
+    "ash_theorem3_bound": ".ash",
+    "c_prime": ".arora",
+    "collision_count_pmf": ".collisions",
+    "collision_floor": ".ash",
+    "collision_probability": ".collisions",
+    "competitive_gamma": ".arora",
+    "coupon_cover_probability": ".coupon",
+    "coupon_expected_draws": ".coupon",
+    "coupon_expected_draws_bound": ".coupon",
+    "degenerate_minmax_value": ".ot",
+    "distinct_classes_probability": ".collisions",
+    "exact_hinge_nce": ".examples",
+    "generalization_gap": ".arora",
+    "harmonic_number": ".coupon",
+    "hcl_misclassification_bound": ".hcl",
+    "intraclass_deviation": ".deviation",
+    "kappa_loose": ".ash",
+    "kappa_tau_refined": ".ash",
+    "loss_upper_bound": ".arora",
+    "no_all_collide_probability": ".collisions",
+    "no_collision_probability": ".collisions",
+    "optimal_num_negatives": ".ash",
+    "simplex_separation": ".hcl",
+    "weighted_tammes": ".tammes",
 }
 
 __all__ = [
@@ -120,13 +119,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f"hardneg.theory.{_WHERE[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hardneg.theory' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _WHERE)

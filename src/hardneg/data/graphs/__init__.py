@@ -5,27 +5,17 @@ Needs ``torch_geometric`` (imported on first use, so ``import hardneg.data.graph
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hardneg._lazy import lazy_names
 
 _WHERE = {
-    "GraphDataset": "dataset",
-    "degree_features": "features",
-    "read_moleculeace": "molecules",
-    "read_tu": "tu",
-    "synthetic_motifs": "synthetic",
+    "GraphDataset": ".dataset",
+    "degree_features": ".features",
+    "read_moleculeace": ".molecules",
+    "read_tu": ".tu",
+    "synthetic_motifs": ".synthetic",
 }
 
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f"hardneg.data.graphs.{_WHERE[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hardneg.data.graphs' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _WHERE)

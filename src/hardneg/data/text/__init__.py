@@ -10,43 +10,33 @@ on first use (NLTK loads only when text is tokenised).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hardneg._lazy import lazy_names
 
 _WHERE = {
-    "ARTICLE_SOURCES": "sources",
-    "ArticleCorpus": "corpus",
-    "ArticleSplits": "splits",
-    "EncodedDocuments": "documents",
-    "TokenSplit": "splits",
-    "Vocabulary": "vocab",
-    "article_documents": "sources",
-    "encode_document_list": "documents",
-    "encode_documents": "documents",
-    "encode_padded": "splits",
-    "read_article_corpus": "sources",
-    "read_article_folder": "corpus",
-    "read_article_tsv": "corpus",
-    "read_nyt_editorials": "nyt",
-    "source_available": "sources",
-    "split_by_article": "splits",
-    "split_sentences": "tokenize",
-    "tokenized_article_splits": "splits",
-    "wiki_dump": "sources",
-    "word_tokenize": "tokenize",
-    "write_article_tsv": "corpus",
+    "ARTICLE_SOURCES": ".sources",
+    "ArticleCorpus": ".corpus",
+    "ArticleSplits": ".splits",
+    "EncodedDocuments": ".documents",
+    "TokenSplit": ".splits",
+    "Vocabulary": ".vocab",
+    "article_documents": ".sources",
+    "encode_document_list": ".documents",
+    "encode_documents": ".documents",
+    "encode_padded": ".splits",
+    "read_article_corpus": ".sources",
+    "read_article_folder": ".corpus",
+    "read_article_tsv": ".corpus",
+    "read_nyt_editorials": ".nyt",
+    "source_available": ".sources",
+    "split_by_article": ".splits",
+    "split_sentences": ".tokenize",
+    "tokenized_article_splits": ".splits",
+    "wiki_dump": ".sources",
+    "word_tokenize": ".tokenize",
+    "write_article_tsv": ".corpus",
 }
 
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f"hardneg.data.text.{_WHERE[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'hardneg.data.text' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _WHERE)
