@@ -145,7 +145,7 @@ def test_released_switches_off_are_the_paper_formula(beta: float, tau: float) ->
     ours = released_local_global_loss(local, global_, batch, beta=beta, tau_plus=tau, **off)
     neg = Hard(beta=beta, rescale=True) if beta else Uniform()
     default = InfoGraphLoss(negatives=neg, tau_plus=tau, subtract_log4=True)
-    out = default.detailed(local, global_, batch)
+    out = default(local, global_, batch, details=True)
     assert out.diagnostics.get("clamp_fraction", 0.0) == 0.0  # the floor does not bind here
     torch.testing.assert_close(ours, out.loss, rtol=1e-12, atol=1e-12)
 
@@ -208,9 +208,9 @@ def test_any_distribution_and_objective_work_on_graphs() -> None:
 def test_collision_free_removes_same_class_graphs() -> None:
     local, global_, batch = _batch(11)
     labels = torch.tensor([0, 1, 0, 1])
-    out = InfoGraphLoss(collision_free=True).detailed(local, global_, batch, labels=labels)
+    out = InfoGraphLoss(collision_free=True)(local, global_, batch, labels=labels, details=True)
     # each node keeps only the graphs of the other class: 2 negatives out of 3
-    uniform_other = InfoGraphLoss().detailed(local, global_, batch, labels=labels)
+    uniform_other = InfoGraphLoss()(local, global_, batch, labels=labels, details=True)
     assert float(out.loss) != float(uniform_other.loss)
 
 

@@ -57,9 +57,8 @@ def _reference_loop(cfg: Any, loss: InfoGraphLoss) -> tuple[np.ndarray, list[flo
         total, steps = 0.0, 0
         for step, indices in enumerate(sampler):
             local, global_, batch = model(Batch.from_data_list([data.graphs[i] for i in indices]))
-            out = loss.detailed(
-                local, global_, batch, labels=labels[indices], generator=step_generator(cfg.seed, epoch, step)
-            )
+            g = step_generator(cfg.seed, epoch, step)
+            out = loss(local, global_, batch, labels=labels[indices], generator=g, details=True)
             optimizer.zero_grad(set_to_none=True)
             out.loss.backward()
             optimizer.step()
@@ -133,8 +132,9 @@ def test_the_step_is_the_infograph_loss_of_the_batch() -> None:
     cfg = load_config("graphs", TINY)
     g1, g2 = step_generator(0, 1, 2), step_generator(0, 1, 2)
     out = graphs.step(cfg, encoder, build_loss(cfg), x, labels=labels, generator=g1)
-    ref = InfoGraphLoss(negatives=Hard(beta=1.0, rescale=True)).detailed(local, global_, batch, labels=labels,
-                                                                         generator=g2)
+    ref = InfoGraphLoss(negatives=Hard(beta=1.0, rescale=True))(
+        local, global_, batch, labels=labels, generator=g2, details=True
+    )
     assert torch.equal(out.loss, ref.loss) and out.diagnostics == ref.diagnostics
 
 

@@ -124,7 +124,7 @@ def test_small_epsilon_and_temperature_stay_finite(method: str) -> None:
     loss_fn = ContrastiveLoss(
         temperature=0.05, negatives=OptimalTransport(epsilon=0.01, tol=tol, max_iter=5000, method=method)
     )
-    out = loss_fn.detailed(z1, z2)
+    out = loss_fn(z1, z2, details=True)
     assert torch.isfinite(out.loss) and torch.isfinite(out.per_anchor).all()
     out.loss.backward()
     assert z1.grad is not None and torch.isfinite(z1.grad).all()
@@ -136,7 +136,7 @@ def test_non_convergence_warns_and_is_reported() -> None:
     dist = OptimalTransport(epsilon=0.01, tol=1e-9, max_iter=3)
     loss_fn = ContrastiveLoss(temperature=0.5, negatives=dist)
     with pytest.warns(RuntimeWarning, match=r"max_iter=3 .*tol=1e-09"):
-        out = loss_fn.detailed(z1, z2)
+        out = loss_fn(z1, z2, details=True)
     assert out.diagnostics["ot_converged"] == 0.0
     assert out.diagnostics["ot_iterations"] == 3.0
     assert out.diagnostics["ot_marginal_error"] > 1e-9

@@ -124,7 +124,7 @@ def test_collision_free_reference_with_true_positives() -> None:
     a, p, c = (torch.randn(n, 4, generator=g, dtype=torch.float64) for n in (4, 4, 9))
     ya, yc = torch.tensor([0, 1, 2, 0]), torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2])
     loss = ContrastiveLoss(temperature=0.3, collision_free=True, reduction="none")
-    got = loss.pair_forward(a, p, c, anchor_labels=ya, candidate_labels=yc)
+    got = loss.pair(a, p, c, anchor_labels=ya, candidate_labels=yc)
     an, pn, cn = (torch.nn.functional.normalize(x, dim=1) for x in (a, p, c))
     for i in range(4):
         pos = math.exp(float(an[i] @ pn[i]) / 0.3)
@@ -177,7 +177,7 @@ def test_loss_options_keep_the_public_api() -> None:
     assert isinstance(wrapped.negatives, Subsample)
     assert isinstance(wrapped.negatives.base, CollisionFree)
     y = torch.arange(8) % 4
-    out = wrapped.detailed(z1, z2, labels=y)
+    out = wrapped(z1, z2, labels=y, details=True)
     assert out.diagnostics["num_negatives"] == 3.0 and out.diagnostics["collision_rate"] == 0.0
 
 

@@ -67,7 +67,7 @@ def test_the_loss_uses_the_chosen_beta_and_reports_it() -> None:
     z1 = torch.randn(64, 16, generator=g, dtype=torch.float64)
     z2 = z1 + 0.3 * torch.randn(64, 16, generator=g, dtype=torch.float64)
     hard = negatives.Hard(target_ess=0.4)
-    out = ContrastiveLoss(temperature=0.2, negatives=hard).detailed(z1, z2)
+    out = ContrastiveLoss(temperature=0.2, negatives=hard)(z1, z2, details=True)
     assert out.diagnostics["ess_fraction"] == pytest.approx(0.4, abs=2e-3)
     assert out.diagnostics["beta"] == hard.beta > 0
     fixed = ContrastiveLoss(temperature=0.2, negatives=negatives.Hard(beta=hard.beta))(z1, z2)

@@ -63,7 +63,7 @@ def test_log_weights_computed_exactly_once_per_step_with_diagnostics(
     z1.requires_grad_(True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # OT after subsampling may hit max_iter
-        out = loss.detailed(z1, z2, generator=torch.Generator().manual_seed(0))
+        out = loss(z1, z2, generator=torch.Generator().manual_seed(0), details=True)
     out.loss.backward()
     assert calls[0] == 1
     assert "ess" in out.diagnostics and "neg_cosine_weighted" in out.diagnostics
@@ -141,12 +141,12 @@ def test_unknown_labels_never_collide() -> None:
     """Labels < 0 (unlabelled images, label-less queue keys) are never a collision."""
     z1, z2 = views(b=4, d=3)
     y = torch.tensor([-1, -1, 0, 0])
-    out = ContrastiveLoss(collision_free=True).detailed(z1, z2, labels=y)
+    out = ContrastiveLoss(collision_free=True)(z1, z2, labels=y, details=True)
     # anchors 2, 3 (and their views) lose each other; unlabelled anchors keep all 6 candidates
     per_anchor_valid = [6, 6, 4, 4] * 2
     assert out.diagnostics["num_negatives"] == sum(per_anchor_valid) / 8
     assert out.diagnostics["collision_rate"] == 0.0
-    every = ContrastiveLoss().detailed(z1, z2, labels=torch.full((4,), -1))
+    every = ContrastiveLoss()(z1, z2, labels=torch.full((4,), -1), details=True)
     assert every.diagnostics["collision_rate"] == 0.0
     torch.testing.assert_close(
         ContrastiveLoss(collision_free=True)(z1, z2, labels=torch.full((4,), -1)), ContrastiveLoss()(z1, z2)

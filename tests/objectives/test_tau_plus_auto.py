@@ -101,7 +101,7 @@ def test_auto_estimate_tracks_the_true_collision_rate_with_true_positives() -> N
     loss = ContrastiveLoss(temperature=0.5, objective=Debiased("auto"))
     for step in range(5):
         z1, z2, labels = _latent_batch(400, classes=10, positive="class", seed=step)
-        out = loss.detailed(z1, z2, labels=labels)
+        out = loss(z1, z2, labels=labels, details=True)
     truth = out.diagnostics["collision_rate"]  # fraction of valid negatives sharing the anchor's class
     assert truth == pytest.approx(0.1, abs=0.005)
     assert out.diagnostics["tau_plus"] == pytest.approx(truth, abs=0.03)
@@ -111,7 +111,7 @@ def test_auto_estimate_is_biased_to_zero_with_augmented_positives() -> None:
     """The documented caveat: a near copy is no sample of the class's similarities."""
     loss = ContrastiveLoss(temperature=0.5, objective=Debiased("auto"))
     z1, z2, labels = _latent_batch(400, classes=10, positive="augmented", seed=0)
-    out = loss.detailed(z1, z2, labels=labels)
+    out = loss(z1, z2, labels=labels, details=True)
     assert out.diagnostics["collision_rate"] == pytest.approx(0.1, abs=0.005)
     assert out.diagnostics["tau_plus"] < 0.02
 
