@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from hardneg.cli import app
-from tests.train.helpers import tiny
+from tests.pipeline.helpers import tiny
 
 runner = CliRunner()
 

@@ -1,7 +1,7 @@
 """Every failure a user can cause ends with one ``error:`` line naming the path or key, exit code 2.
 
 In-process through typer's runner (fast); the subprocess tests of kill -9 and full disks are in
-``tests/train/test_checkpoints.py``.
+``tests/pipeline/test_checkpoints.py``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hardneg.cli import app
-from tests.train.helpers import tiny
+from tests.pipeline.helpers import tiny
 
 runner = CliRunner()
 

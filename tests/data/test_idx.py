@@ -162,7 +162,7 @@ def test_dataset_level_errors(tmp_path: Path) -> None:
 
 def test_training_on_an_idx_folder(tmp_path: Path) -> None:
     """The pipeline reads ``data.dataset=mnist`` from a folder of IDX files written here."""
-    from tests.train.helpers import tiny
+    from tests.pipeline.helpers import tiny
     from typer.testing import CliRunner
 
     from hardneg.cli import app

@@ -1,6 +1,16 @@
-"""Diagnostic figures (PNG, written atomically; matplotlib imported only when plotting)."""
+"""Every figure of hardneg, written through one writer (:mod:`hardneg.figures._figure`: matplotlib's
+Agg canvas, imported only when plotting; PNG written atomically).
 
-from hardneg.figures._figure import save_figure
+- :mod:`~hardneg.figures.similarity`: same- vs different-label cosine histograms (Robinson et al.,
+  ICLR 2021, Fig. 5);
+- :mod:`~hardneg.figures.hardest`: the hardest negatives of an anchor (their Fig. 12);
+- :mod:`~hardneg.figures.curves`: accuracy against a parameter, mean ± std over seeds;
+- :mod:`~hardneg.figures.training`: the figures of a run, a comparison and a sweep;
+- :mod:`~hardneg.figures.theory`: Ash et al.'s coefficient and example (AISTATS 2022);
+- :mod:`~hardneg.figures.claims`: the reproduction report's claims.
+"""
+
+from hardneg.figures._figure import new_figure, save_figure
 from hardneg.figures.curves import plot_accuracy_curves, summarize_over_seeds
 from hardneg.figures.hardest import hardest_negatives, plot_hardest_negatives
 from hardneg.figures.similarity import (
@@ -10,6 +20,7 @@ from hardneg.figures.similarity import (
 
 __all__ = [
     "hardest_negatives",
+    "new_figure",
     "plot_accuracy_curves",
     "plot_hardest_negatives",
     "plot_similarity_histograms",

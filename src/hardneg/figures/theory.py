@@ -1,4 +1,4 @@
-"""Figures (matplotlib, Agg backend, PNG, written atomically: temp file + os.replace).
+"""Figures of the theory calculators (through the one writer, :mod:`hardneg.figures._figure`).
 
 * :func:`ash_coefficient_figure` — Ash et al. Theorem 1 coefficient vs K for several N
   (Ash et al. (AISTATS 2022) Fig. 1 analogue; formula (reconstructed, and as Bao, Nagano & Nozawa (ICML
@@ -11,29 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from ._checks import check_int
-from .ash import ash_coefficient, optimal_num_negatives
-from .examples import ash_example_crossings, ash_f1_nce, ash_f2_nce
+from hardneg.figures._figure import new_figure, save_figure
+from hardneg.theory._checks import check_int
+from hardneg.theory.ash import ash_coefficient, optimal_num_negatives
+from hardneg.theory.examples import ash_example_crossings, ash_f1_nce, ash_f2_nce
 
-__all__ = ["ash_coefficient_figure", "ash_example_figure", "save_figure_atomic", "write_all_figures"]
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure_atomic(fig: Any, path: str | Path, dpi: int = 120) -> Path:
-    """Save ``fig`` as PNG to ``path`` via a temp file in the same folder and ``os.replace``."""
-    from hardneg.figures import save_figure
-
-    return save_figure(fig, path, dpi=dpi, bbox_inches="tight")
+__all__ = ["ash_coefficient_figure", "ash_example_figure", "write_all_figures"]
 
 
 def ash_coefficient_figure(
@@ -41,8 +25,7 @@ def ash_coefficient_figure(
 ) -> Path:
     """Ash Theorem 1 coefficient 2·max(1, 2(N−1)H_{N−1}/K)/(1−τ_K) vs K (log-log), one curve per
     N, K = 1..max_factor·N, with the integer minimisers (N−1, N) marked."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = new_figure(figsize=(6, 4))
     for n in classes:
         n = check_int("classes", n, 2)
         ks = sorted({max(1, round(x)) for x in _geom(1, max_factor * n, 300)})
@@ -55,10 +38,7 @@ def ash_coefficient_figure(
     ax.set_ylabel("Theorem 1 coefficient")
     ax.set_title("Ash et al. Thm 1 coefficient (reconstructed); dots: optimal K ∈ {N−1, N}")
     ax.legend()
-    try:
-        return save_figure_atomic(fig, path)
-    finally:
-        plt.close(fig)
+    return save_figure(fig, path, bbox_inches="tight")
 
 
 def _geom(lo: float, hi: float, num: int) -> list[float]:
@@ -72,10 +52,9 @@ def ash_example_figure(
     max_factor: float = 3.0,
 ) -> Path:
     """L_NCE(f₁) = 1 − (1−2/N)^K and L_NCE(f₂) (closed form, r < 0.366) vs K; crossings marked."""
-    plt = _pyplot()
     n = check_int("num_classes", num_classes, 2)
     ks = list(range(1, int(max_factor * n) + 1))
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = new_figure(figsize=(6, 4))
     ax.plot(ks, [ash_f1_nce(n, k) for k in ks], color="k", label="f₁ (L^μ_sup = 1)")
     for r in rs:
         line = ax.plot(ks, [ash_f2_nce(n, k, r) for k in ks], label=f"f₂, r = {r} (L^μ_sup = {r / 2:g})")
@@ -85,10 +64,7 @@ def ash_example_figure(
     ax.set_ylabel("hinge L_NCE")
     ax.set_title(f"Ash et al. §3 example (reconstructed), N = {n}: f₂ preferred between crossings")
     ax.legend(fontsize=8)
-    try:
-        return save_figure_atomic(fig, path)
-    finally:
-        plt.close(fig)
+    return save_figure(fig, path, bbox_inches="tight")
 
 
 def write_all_figures(outdir: str | Path) -> list[Path]:

@@ -1,14 +1,13 @@
-"""Figures of a run, a comparison and a sweep (matplotlib, Agg backend, atomic PNG writes).
+"""Figures of a run, a comparison and a sweep (through the one writer, :mod:`hardneg.figures._figure`).
 
 * :func:`cosine_histograms` — cosine similarity of same-label vs different-label pairs
-  (HCL seed ``001`` Fig. 5, 8–10);
-* :func:`hardest_negatives` — for a few anchors, the most similar other images of a random
+  (Robinson et al., ICLR 2021, Fig. 5, 8–10);
+* :func:`hardest_negatives_grid` — for a few anchors, the most similar other images of a random
   batch vs a random sample (HCL Fig. 12), same-label ones framed in red;
 * :func:`accuracy_bars` — mean ± std accuracy per strategy (``hardneg compare``);
 * :func:`curves` — accuracy against epochs, β, K, ... (``compare`` / ``sweep``).
 
-These live with the training engine because they read its run folders; generic plotting of
-arbitrary embeddings belongs to :mod:`hardneg.figures`.
+They take plain tensors and numbers (what a run folder holds); the pipeline calls them.
 """
 
 from __future__ import annotations
@@ -20,21 +19,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["accuracy_bars", "cosine_histograms", "curves", "hardest_negatives"]
+from hardneg.figures._figure import new_figure, save_figure
+
+__all__ = ["accuracy_bars", "cosine_histograms", "curves", "hardest_negatives_grid"]
 
 
-def _plt():  # type: ignore[no-untyped-def]
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig: object, path: Path) -> Path:
-    from hardneg.figures import save_figure
-
+def _save(fig: object, path: str | Path) -> Path:
     return save_figure(fig, path, dpi=110, bbox_inches="tight")
 
 
@@ -50,7 +40,7 @@ def cosine_histograms(
     return plot_similarity_histograms(runs, path, max_pairs=200_000, title=title or None)
 
 
-def hardest_negatives(
+def hardest_negatives_grid(
     images: Tensor, features: Tensor, labels: Tensor, path: str | Path, *, num_anchors: int = 4,
     batch_size: int = 128, top: int = 8, seed: int = 0,
 ) -> Path:
@@ -61,14 +51,13 @@ def hardest_negatives(
     """
     from hardneg.figures import hardest_negatives as select_hardest
 
-    plt = _plt()
     g = torch.Generator().manual_seed(seed)
     n = images.shape[0]
     batch = torch.randperm(n, generator=g)[: min(batch_size, n)]
     f = torch.nn.functional.normalize(features[batch].float(), dim=1)
     anchors = list(range(min(num_anchors, len(batch))))
     cols = 1 + 2 * top
-    fig, axes = plt.subplots(len(anchors), cols, figsize=(0.8 * cols, 0.9 * len(anchors)), squeeze=False)
+    fig, axes = new_figure(len(anchors), cols, figsize=(0.8 * cols, 0.9 * len(anchors)), squeeze=False)
 
     def show(ax: object, i: int, anchor_label: int | None) -> None:
         img = images[batch[i]].float()
@@ -96,18 +85,17 @@ def hardest_negatives(
     axes[0][1].set_title(f"hardest {top} in a batch of {len(batch)}", fontsize=7, loc="left")
     axes[0][1 + top].set_title("random", fontsize=7, loc="left")
     fig.suptitle("hardest vs random negatives (red frame: same label as the anchor)", fontsize=8)
-    return _save(fig, Path(path))
+    return _save(fig, path)
 
 
 def accuracy_bars(
     table: Mapping[str, Mapping[str, tuple[float, float]]], path: str | Path, *, title: str = ""
 ) -> Path:
     """Grouped bars: ``table[strategy][metric] = (mean, std)``."""
-    plt = _plt()
     strategies = list(table)
     metrics = sorted({m for row in table.values() for m in row})
     width = 0.8 / max(1, len(strategies))
-    fig, ax = plt.subplots(figsize=(1.2 + 1.3 * len(metrics), 3.0))
+    fig, ax = new_figure(figsize=(1.2 + 1.3 * len(metrics), 3.0))
     x = np.arange(len(metrics))
     for i, s in enumerate(strategies):
         means = [100 * table[s].get(m, (np.nan, 0))[0] for m in metrics]
@@ -120,7 +108,7 @@ def accuracy_bars(
     ax.legend(fontsize=7, ncol=2)
     if title:
         ax.set_title(title, fontsize=9)
-    return _save(fig, Path(path))
+    return _save(fig, path)
 
 
 def curves(
@@ -128,8 +116,7 @@ def curves(
     ylabel: str = "accuracy (%)", title: str = "", logx: bool = False,
 ) -> Path:
     """Lines with ±std bands: ``series[label] = [(x, mean, std), ...]``."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(4.2, 3.0))
+    fig, ax = new_figure(figsize=(4.2, 3.0))
     for label, points in series.items():
         pts = sorted(points)
         xs = np.array([p[0] for p in pts], dtype=float)
@@ -144,4 +131,4 @@ def curves(
     ax.legend(fontsize=7)
     if title:
         ax.set_title(title, fontsize=9)
-    return _save(fig, Path(path))
+    return _save(fig, path)

@@ -213,7 +213,7 @@ def _evaluate_and_write(
             title="cosine similarity of test representations",
         )
         if isinstance(test, LabeledImages):  # a grid of images; vectors have no picture
-            figures.hardest_negatives(
+            figures.hardest_negatives_grid(
                 test.images, res.test_features, test.labels, fig_dir / "hardest_negatives.png", seed=cfg.seed
             )
         hist = module.history

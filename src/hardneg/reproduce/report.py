@@ -62,38 +62,13 @@ def claims_markdown(rows: list[dict[str, Any]], *, budget: str) -> str:
     return "\n".join(lines)
 
 
-def _figure(rows: list[dict[str, Any]], path: Path, *, budget: str) -> Path | None:
-    ran = [r for r in rows if r["verdict"] != "not run here" and not math.isnan(r["ci_low"])]
-    if not ran:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from hardneg.figures import save_figure
-
-    colours = {"reproduced": "C2", "not reproduced": "C7", "contradicted": "C3"}
-    fig, ax = plt.subplots(figsize=(6.0, 0.45 * len(ran) + 1.2))
-    for i, r in enumerate(ran):
-        mean = 100 * r["diff_mean"]
-        err = [[mean - 100 * r["ci_low"]], [100 * r["ci_high"] - mean]]
-        ax.errorbar([mean], [i], xerr=err, fmt="o", color=colours[r["verdict"]], capsize=3)
-    ax.axvline(0.0, color="k", lw=0.8)
-    ax.set_yticks(range(len(ran)), [r["claim"] for r in ran], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel("contender − baseline (pp), mean and 95 % CI over seeds")
-    ax.set_title(f"hardneg reproduce ({budget} budget)", fontsize=9)
-    fig.tight_layout()
-    return save_figure(fig, path)
-
-
 def write_report(rows: list[dict[str, Any]], root: Path, *, budget: str) -> None:
     """Write ``claims.md``, ``claims.csv`` and ``figures/claims.png`` under ``root``."""
+    from hardneg.figures.claims import claims_figure
     from hardneg.pipeline.run_folder import csv_text
 
     root.mkdir(parents=True, exist_ok=True)
     table = [{k: r.get(k, "") for k in _COLUMNS} for r in rows]
     atomic_write_text(root / "claims.csv", csv_text(table))
     atomic_write_text(root / "claims.md", claims_markdown(rows, budget=budget) + "\n")
-    _figure(rows, root / "figures" / "claims.png", budget=budget)
+    claims_figure(rows, root / "figures" / "claims.png", budget=budget)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.train.helpers import cli_env
+from tests.pipeline.helpers import cli_env
 
 HERE = Path(__file__).parent
 
