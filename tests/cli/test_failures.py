@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from hardneg.cli import app
 
-from ..train.helpers import tiny
+from ..pipeline.helpers import tiny
 
 QUICK = tiny("eval.figures=false", "eval.linear=false", "eval.knn=false", "eval.mean_classifier=false")
 
