@@ -65,9 +65,7 @@ def _quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
     warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-    warnings.filterwarnings("ignore", message=".*ckpt_path.*")
     warnings.filterwarnings("ignore", message=".*when logging on epoch level in distributed.*")
-    warnings.filterwarnings("ignore", message=".*there is no last checkpoint.*")
     warnings.filterwarnings("ignore", message=".*exists and is not empty.*")
 
 
@@ -101,14 +99,16 @@ _USER_ERRORS = (OSError, ValueError, RuntimeError, OverflowError)
 def _interrupted_message(config: str, run_dir: Path) -> str:
     """What Ctrl-C left behind, naming only the checkpoint files that exist."""
     folder = run_dir / "checkpoints"
-    meaning = {"last.ckpt": "the last finished epoch", "interrupted.ckpt": "the moment of interruption"}
+    meaning = {"last.ckpt": "the last finished epoch",
+               "interrupted.ckpt": "the moment of interruption, for inspection only"}
     names = [name for name in meaning if (folder / name).is_file()]
     if not names:
         return (f"interrupted before the first checkpoint; start again with "
                 f"`hardneg train {config} ... --out {run_dir} --force`")
     listing = ", ".join(f"{name} = {meaning[name]}" for name in names)
     return (f"interrupted: checkpoints in {folder} ({listing}); continue with "
-            f"`hardneg train {config} ... --resume --out {run_dir}` (resumes from the last finished epoch)")
+            f"`hardneg train {config} ... --resume --out {run_dir}` (resumes from the last finished epoch; "
+            "the partial epoch is discarded)")
 
 
 @app.command()

@@ -1,8 +1,9 @@
 """The Lightning ``Trainer`` of hardneg, built from plain arguments.
 
 Checkpoints go to ``<run>/checkpoints``: ``last.ckpt`` and ``epochNNN.ckpt`` after every epoch
-(what ``--resume`` continues from) and ``interrupted.ckpt`` when training stops on an exception
-or Ctrl-C (Lightning's ``OnExceptionCheckpoint``; a SIGKILL leaves the last epoch checkpoint).
+(what ``--resume`` continues from, passed to ``fit`` explicitly) and ``interrupted.ckpt`` when
+training stops on an exception or Ctrl-C (:class:`InterruptCheckpoint`: for inspection, never
+resumed from; a SIGKILL leaves the last epoch checkpoint).
 Every save is atomic in the checkpoint folder itself (:mod:`hardneg.pipeline.checkpoints`). Logs go
 to ``<run>/logs`` (CSV, kept across ``--resume``, and TensorBoard when installed).
 """
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import lightning as L
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint, OnExceptionCheckpoint
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
-__all__ = ["build_trainer", "show_progress"]
+__all__ = ["InterruptCheckpoint", "build_trainer", "show_progress"]
 
 
 def show_progress(requested: bool = True) -> bool:
@@ -25,12 +26,23 @@ def show_progress(requested: bool = True) -> bool:
     return bool(requested) and sys.stderr.isatty() and not os.environ.get("CI")
 
 
-class _ExceptionCheckpoint(OnExceptionCheckpoint):
-    """``OnExceptionCheckpoint`` whose own failure (a full disk) does not hide the original error."""
+class InterruptCheckpoint(Callback):
+    """Save ``interrupted.ckpt`` when training stops on Ctrl-C or an exception, for inspection only.
+
+    Deliberately *not* Lightning's ``OnExceptionCheckpoint``: with one of those configured,
+    ``trainer.fit(ckpt_path=None)`` silently becomes ``ckpt_path="last"`` and resumes from the
+    newer of ``interrupted.ckpt`` and ``last.ckpt`` — mid-epoch, with a loader that cannot resume
+    there. A mid-epoch state is discarded: ``--resume`` passes the last finished epoch's checkpoint
+    explicitly (:func:`hardneg.pipeline.experiment.train_run`). A failure to save (a full disk)
+    does not hide the original error.
+    """
+
+    def __init__(self, *, dirpath: str | Path, filename: str = "interrupted") -> None:
+        self.ckpt_path = str(Path(dirpath) / f"{filename}.ckpt")
 
     def on_exception(self, trainer: L.Trainer, *args: Any, **kwargs: Any) -> None:
         try:
-            super().on_exception(trainer, *args, **kwargs)
+            trainer.save_checkpoint(self.ckpt_path)
         except OSError as err:
             print(f"notice: could not save {self.ckpt_path}: {err.strerror or err}", file=sys.stderr)
 
@@ -97,7 +109,7 @@ def build_trainer(
     all_callbacks: list[Callback] = [
         ModelCheckpoint(dirpath=str(ckpt_dir), filename="epoch{epoch:03d}", auto_insert_metric_name=False,
                         every_n_epochs=1, save_top_k=1, save_last=True, save_on_train_epoch_end=True),
-        _ExceptionCheckpoint(dirpath=str(ckpt_dir), filename="interrupted"),
+        InterruptCheckpoint(dirpath=ckpt_dir),
         *(callbacks or []),
     ]
     bar = show_progress(progress)

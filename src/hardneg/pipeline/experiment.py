@@ -42,6 +42,7 @@ from hardneg.pipeline.run_folder import (
     RunResult,
     prepare_run_dir,
     run_dir_for,
+    run_lock,
     timing_lines,
     write_features,
     write_outputs,
@@ -104,11 +105,14 @@ def train_run(
     epoch) and ends with the same metrics as an uninterrupted run of the same config on CPU.
     """
     run = run_dir_for(cfg, run_dir)
-    if not _is_child_process():
+    if _is_child_process():  # a DDP worker: rank 0 holds the folder's lock and set it up
+        with thread_limits(cfg.train.threads):
+            return _train_run(cfg, run, resume=resume, quiet=quiet)
+    with run_lock(run):  # one writer per run folder, taken before anything is written or deleted
         cfg = prepare_run_dir(cfg, run, resume=resume, force=force)
         atomic_write_text(run / "config.yaml", dump_yaml(cfg))
-    with thread_limits(cfg.train.threads):
-        return _train_run(cfg, run, resume=resume, quiet=quiet)
+        with thread_limits(cfg.train.threads):
+            return _train_run(cfg, run, resume=resume, quiet=quiet)
 
 
 def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunResult | None:
@@ -164,9 +168,17 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         resume_epoch=int(found[1].get("epoch", 0)) if found else None,
         gradient_clip_norm=t.gradient_clip_norm,
     )
+    # Always an explicit choice: the last finished epoch's intact checkpoint, or none (from scratch).
+    # A mid-epoch interrupted.ckpt is never resumed from (its loader position cannot be restored).
     ckpt = found[0] if found else None
-    if resume and ckpt is None and not quiet and not child:
-        print(f"notice: no checkpoint in '{run}/checkpoints'; starting from scratch", file=sys.stderr)
+    if resume and not quiet and not child:
+        if found is None:
+            print(f"notice: no intact epoch checkpoint in '{run}/checkpoints'; starting from scratch",
+                  file=sys.stderr)
+        else:
+            epoch = int(found[1].get("epoch", 0)) + 1
+            print(f"notice: resuming from '{found[0]}' (the end of epoch {epoch}; a partial epoch after "
+                  "it is discarded)", file=sys.stderr)
     t_setup = time.perf_counter() - t_start
     trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
     if not trainer.is_global_zero:
@@ -300,7 +312,10 @@ def evaluate_run(
         raise ValueError(f"overrides of a saved run may change eval.* keys only, got {outside}")
     cfg = load_config(cfg_path, {"eval.figures": bool(figures_on), **extra})
     with thread_limits(cfg.train.threads):
-        return _evaluate_saved(cfg, run, ckpt, state, write=write)
+        if not write:
+            return _evaluate_saved(cfg, run, ckpt, state, write=False)
+        with run_lock(run):  # it writes metrics and figures into the folder
+            return _evaluate_saved(cfg, run, ckpt, state, write=True)
 
 
 def _silent(_: str) -> None:

@@ -19,10 +19,13 @@ use the same writers (:func:`csv_text`, :func:`timing_lines`, :func:`load_result
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,11 +38,13 @@ from hardneg.pipeline.config import ConfigError, RunConfig, config_to_dict, load
 
 __all__ = [
     "RunExists",
+    "RunLocked",
     "RunResult",
     "csv_text",
     "load_result",
     "prepare_run_dir",
     "run_dir_for",
+    "run_lock",
     "timing_lines",
     "write_features",
     "write_outputs",
@@ -51,6 +56,47 @@ _RESUME_FREE = {"train.progress", "train.threads", "out_dir", "eval"}
 
 class RunExists(FileExistsError):
     """The run folder already holds a run and neither resume nor force was asked."""
+
+
+class RunLocked(RunExists):
+    """Another live process is writing the run folder (it holds the folder's lock)."""
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: str | Path) -> Iterator[None]:
+    """Hold the run folder's lock while writing it: one writer per folder.
+
+    An OS file lock (``flock``) on ``.<name>.lock`` beside the folder (outside it, so that
+    ``--force`` can delete the folder while holding it), with the holder's PID written in it; the
+    OS releases it when the holder exits, however it dies. A second writer gets
+    :class:`RunLocked` naming the holder's PID, before it writes or deletes anything.
+    """
+    import fcntl
+
+    run = Path(run_dir)
+    for folder in (run, *run.parents):
+        if folder.exists() and not folder.is_dir():
+            what = "Not a directory (the output folder is a file)" if folder == run else "Not a directory"
+            raise NotADirectoryError(20, what, str(folder))
+    try:
+        run.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run.parent / f".{run.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:  # a read-only or full disk: name the run folder, not the lock file
+        raise OSError(err.errno, err.strerror, str(run)) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise RunLocked(
+                f"run folder '{run}' is being written by another hardneg process (PID {holder}); "
+                "wait for it to finish or stop it, or use --out DIR for another folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @dataclass
