@@ -122,6 +122,16 @@ def test_compare_writes_a_table_over_strategies_and_seeds(tmp_path):
     # --resume reuses the finished runs
     again = invoke("compare", str(cfg), *tiny("eval.every_n_epochs=1"), "--out", str(out), "--resume")
     assert again.exit_code == 0 and again.output.count("reused") == 4
+    # ... and never a run whose config changed: those are trained again, naming what changed
+    changed = invoke("compare", str(cfg), *tiny("eval.every_n_epochs=1", "train.epochs=2"), "--out", str(out),
+                     "--resume")
+    assert changed.exit_code == 0, changed.output
+    assert changed.output.count("reused") == 0 and changed.output.count("train.epochs: 1 -> 2") == 4
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    for row in rows:
+        saved = (out / row["run"] / "config.yaml").read_text()
+        assert "epochs: 2" in saved
+        assert len(json.loads((out / row["run"] / "metrics.json").read_text())["history"]) == 2
 
 
 def test_sweep_over_beta_writes_table_and_curve(tmp_path):

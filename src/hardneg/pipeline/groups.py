@@ -14,8 +14,9 @@ writes ``results.csv`` (one row per run), ``table.csv`` / ``table.md`` (mean ± 
 seeds, ddof = 1; one seed has no spread and the table says so), ``results.json``, ``summary.md``
 with the seed-paired differences of every arm to the first one, and figures (accuracy bars,
 cosine histograms, accuracy against β, kNN accuracy vs epochs, accuracy against each numeric
-swept key). With ``resume=True`` finished runs are reused and unfinished ones continue from
-their checkpoints.
+swept key). With ``resume=True`` finished runs are reused when their recorded config equals the
+job's (otherwise they are trained again, and the report names the keys that changed) and
+unfinished ones continue from their checkpoints.
 """
 
 from __future__ import annotations
@@ -37,7 +38,15 @@ from hardneg._io import atomic_write_text
 from hardneg.figures import training as figures
 from hardneg.pipeline.config import ConfigError, RunConfig, dump_yaml, with_overrides
 from hardneg.pipeline.experiment import train_run
-from hardneg.pipeline.run_folder import RunExists, RunResult, csv_text, load_result, run_dir_for, timing_lines
+from hardneg.pipeline.run_folder import (
+    RunExists,
+    RunResult,
+    changed_keys,
+    csv_text,
+    load_result,
+    run_dir_for,
+    timing_lines,
+)
 
 __all__ = [
     "Arm",
@@ -139,11 +148,23 @@ def sum_timing(results: list[RunResult]) -> dict[str, float]:
 
 
 def _job(cfg: RunConfig, run_dir: Path, resume: bool, force: bool) -> tuple[RunResult | None, str]:
-    """One run of a comparison (module level: picklable for worker processes)."""
+    """One run of a group (module level: picklable for worker processes).
+
+    With ``resume``, a finished run is reused only when its recorded config equals ``cfg``; a run
+    whose config changed (a key, the budget, an evaluation setting) is trained again from scratch
+    and the report says which keys changed — never a stale number.
+    """
     t0 = time.perf_counter()
-    done = load_result(run_dir) if resume else None
-    if done is not None:
-        return done, "reused"
+    if resume:
+        changed = changed_keys(run_dir, cfg)
+        if changed:
+            result = train_run(cfg, run_dir, force=True, quiet=True)
+            more = f" and {len(changed) - 2} more" if len(changed) > 2 else ""
+            note = f"retrained, config changed: {'; '.join(changed[:2])}{more}"
+            return result, f"{time.perf_counter() - t0:5.1f} s, {note}"
+        done = load_result(run_dir)
+        if done is not None:
+            return done, "reused"
     result = train_run(cfg, run_dir, resume=resume, force=force or not resume, quiet=True)
     return result, f"{time.perf_counter() - t0:5.1f} s"
 

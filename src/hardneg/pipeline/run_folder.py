@@ -40,6 +40,7 @@ __all__ = [
     "RunExists",
     "RunLocked",
     "RunResult",
+    "changed_keys",
     "csv_text",
     "load_result",
     "prepare_run_dir",
@@ -143,6 +144,22 @@ def _check_resume_config(saved: RunConfig, new: RunConfig) -> None:
         raise ConfigError(
             f"--resume needs the run's own config; these keys differ from the saved config.yaml: {listing}"
         )
+
+
+def changed_keys(run_dir: str | Path, cfg: RunConfig) -> list[str]:
+    """The keys in which ``cfg`` differs from the config a run folder recorded (``[]`` when the folder
+    has no config): what makes a finished run's metrics stale for ``cfg``.
+
+    Every key counts (evaluation settings too) except ``train.progress``, ``out_dir`` and a
+    ``train.threads`` left unset in ``cfg`` (the run recorded the one it resolved).
+    """
+    saved_path = Path(run_dir) / "config.yaml"
+    if not saved_path.is_file():
+        return []
+    a, b = _flatten(config_to_dict(load_config(saved_path))), _flatten(config_to_dict(cfg))
+    free = {"train.progress", "out_dir"} | ({"train.threads"} if cfg.train.threads is None else set())
+    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
+            if a.get(k) != b.get(k) and k not in free]
 
 
 def _check_resume_threads(saved: RunConfig, new: RunConfig) -> None:
