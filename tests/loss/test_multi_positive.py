@@ -27,7 +27,10 @@ def _reference(a, c, pos_mask, excl, *, t, beta, tau_plus):  # type: ignore[no-u
         n = len(neg)
         z = sum(math.exp(beta * x) for x in neg)
         weighted = sum(n * math.exp(beta * x) / z * math.exp(x) for x in neg)
-        big_neg = max((weighted - n * tau_plus * sum(pos) / len(pos)) / (1 - tau_plus), n * math.exp(-1 / t))
+        # HCL §3: E_{v∼q_β⁺}[e^{s_v}] ≈ Σ_m e^{(β+1)s⁺_m} / Σ_m e^{β s⁺_m} (the positives reweighted)
+        log_pos = [math.log(p) for p in pos]
+        pos_mean = sum(math.exp((beta + 1) * x) for x in log_pos) / sum(math.exp(beta * x) for x in log_pos)
+        big_neg = max((weighted - n * tau_plus * pos_mean) / (1 - tau_plus), n * math.exp(-1 / t))
         if tau_plus == 0:
             big_neg = weighted
         losses.append(-math.log(sum(pos) / (sum(pos) + big_neg)))

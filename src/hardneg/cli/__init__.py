@@ -97,7 +97,11 @@ _USER_ERRORS = (OSError, ValueError, RuntimeError, OverflowError)
 
 
 def _interrupted_message(config: str, run_dir: Path) -> str:
-    """What Ctrl-C left behind, naming only the checkpoint files that exist."""
+    """What Ctrl-C left behind, naming only the checkpoint files that exist, and what --resume does.
+
+    ``--resume`` continues from ``last.ckpt`` (the last finished epoch); ``interrupted.ckpt`` is
+    saved mid-epoch, for inspection only, and the partial epoch is discarded.
+    """
     folder = run_dir / "checkpoints"
     meaning = {"last.ckpt": "the last finished epoch",
                "interrupted.ckpt": "the moment of interruption, for inspection only"}
@@ -106,6 +110,10 @@ def _interrupted_message(config: str, run_dir: Path) -> str:
         return (f"interrupted before the first checkpoint; start again with "
                 f"`hardneg train {config} ... --out {run_dir} --force`")
     listing = ", ".join(f"{name} = {meaning[name]}" for name in names)
+    if "last.ckpt" not in names:
+        return (f"interrupted during the first epoch: checkpoints in {folder} ({listing}); "
+                f"`hardneg train {config} ... --resume --out {run_dir}` starts from scratch "
+                "(no epoch finished; the partial epoch is discarded)")
     return (f"interrupted: checkpoints in {folder} ({listing}); continue with "
             f"`hardneg train {config} ... --resume --out {run_dir}` (resumes from the last finished epoch; "
             "the partial epoch is discarded)")

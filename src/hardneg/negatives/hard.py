@@ -182,7 +182,7 @@ class Hard(NegativeDistribution):
             self.beta = beta_for_ess(s, scores.mask, target=self.target_ess, start=self.beta or 1.0)
             info["beta"] = self.beta
         if self.beta < torch.finfo(scores.logits.dtype).tiny:
-            return WeightedScores(scores, info=info)
+            return WeightedScores(scores, info=info, tilt=0.0)
         beta = self.beta
         closed = None
         if not (self.detach_weights or self.rescale):
@@ -193,7 +193,11 @@ class Hard(NegativeDistribution):
                 )
 
         return WeightedScores(
-            scores, log_weights=lambda: self._checked_log_weights(scores), log_weighted_sum=closed, info=info
+            scores,
+            log_weights=lambda: self._checked_log_weights(scores),
+            log_weighted_sum=closed,
+            info=info,
+            tilt=None if self.rescale else beta,  # the clipping trick tilts rescaled logits, not s
         )
 
     def _config(self) -> dict[str, object]:

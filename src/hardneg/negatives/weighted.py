@@ -43,11 +43,16 @@ class WeightedScores:
         info: per-call facts of the distribution for the diagnostics (e.g. Sinkhorn's
             iterations and marginal error); plain floats.
         source: a description of the distribution that made it (for error messages).
+        tilt: the β of weights ``w ∝ e^{β s}`` on the raw logits (0 for uniform weights), ``None``
+            for any other distribution. The debiased objective with M positives reweights the
+            positives by the same tilt (Robinson et al., ICLR 2021, §3: ``q_β⁺``).
         mean_of, max_logit: how an engine that never forms the (A, N) logits computes
             :meth:`mean_of` and :meth:`max_logit` (the tiled engine); ``None``: from the logits.
     """
 
-    __slots__ = ("_log_weights", "_lws", "_max_logit", "_mean_of", "info", "scores", "source", "uniform")
+    __slots__ = (
+        "_log_weights", "_lws", "_max_logit", "_mean_of", "info", "scores", "source", "tilt", "uniform"
+    )
 
     def __init__(
         self,
@@ -59,9 +64,11 @@ class WeightedScores:
         source: str = "",
         mean_of: Callable[[Ramp], Tensor] | None = None,
         max_logit: Callable[[], Tensor] | None = None,
+        tilt: float | None = None,
     ) -> None:
         self.scores = scores
         self.uniform = log_weights is None
+        self.tilt = 0.0 if tilt is None and log_weights is None else tilt
         self._log_weights: _Lazy = log_weights
         self._lws: _Lazy = log_weighted_sum
         self.info: dict[str, float] = dict(info or {})

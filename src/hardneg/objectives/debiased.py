@@ -4,6 +4,7 @@ objective of Robinson et al. (ICLR 2021)."""
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -14,7 +15,7 @@ from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective, log1mexp
 from hardneg.objectives.prior import TauPlusEstimator
 
-__all__ = ["Debiased", "debiased_log_negative"]
+__all__ = ["Debiased", "debiased_log_negative", "log_positive_mean"]
 
 
 def debiased_log_negative(
@@ -25,6 +26,7 @@ def debiased_log_negative(
     tau_plus: float,
     temperature: float,
     positive_count: Tensor | None = None,
+    log_positive_mean: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""Log of the clamped debiased negative term and a mask of where the clamp binds.
 
@@ -36,8 +38,9 @@ def debiased_log_negative(
     Computed in the log domain: with ``a = log Σ w e^{s}`` and ``b = log(N_i τ⁺) + s⁺``, the
     numerator is ``a + log(1 − e^{b−a})`` when ``b < a`` and the floor binds otherwise.
 
-    With ``M_i`` positives (``positive_count``; ``positive`` = ``log Σ_m e^{s⁺_im}``) the positive
-    term is their mean, ``N_i τ⁺ Ẑ⁺_i`` with ``Ẑ⁺_i = (1/M_i) Σ_m e^{s⁺_im}`` (Robinson et al., §3).
+    With ``M_i`` positives the correction is ``N_i τ⁺ E_{v∼q⁺}[e^{s_v}]``, whose log
+    ``log_positive_mean`` (A,) the caller gives (:func:`log_positive_mean`); without it, the plain
+    mean ``(1/M_i) Σ_m e^{s⁺_im}`` from ``positive = log Σ_m e^{s⁺_im}`` and ``positive_count``.
 
     Shapes: all tensors (A,). Returns ``(log Neg, clamp_active)``.
     """
@@ -46,14 +49,34 @@ def debiased_log_negative(
     if tau_plus == 0.0:
         log_num = log_weighted_sum
     else:
-        b = math.log(tau_plus) + log_n + positive
-        if positive_count is not None:
-            b = b - positive_count.log()
+        if log_positive_mean is not None:
+            b = math.log(tau_plus) + log_n + log_positive_mean
+        else:
+            b = math.log(tau_plus) + log_n + positive
+            if positive_count is not None:
+                b = b - positive_count.log()
         d = b - log_weighted_sum
         log_num = torch.where(d < 0, log_weighted_sum + log1mexp(d), torch.full_like(d, float("-inf")))
         log_num = log_num - math.log1p(-tau_plus)
     active = log_num <= floor
     return torch.maximum(log_num, floor), active
+
+
+def log_positive_mean(logits: Tensor, positive_mask: Tensor, *, beta: float) -> Tensor:
+    r"""Log of HCL's importance-sampling estimate of ``E_{v∼q_β⁺}[e^{s_v}]`` from M positives.
+
+    Robinson et al. (ICLR 2021), §3: ``E_{v∼q_β⁺}[e^{f(x)ᵀf(v)}] = E_{v∼p⁺}[e^{(β+1) f(x)ᵀf(v)}] / Z_β⁺``
+    with the empirical ``p̂⁺`` over the M positives and ``Ẑ_β⁺ = (1/M) Σ_m e^{β f(x)ᵀf(x⁺_m)}``:
+
+        log[ (1/M) Σ_m e^{(β+1) s⁺_m} / Ẑ_β⁺ ] = LSE_m((β+1) s⁺_m) − LSE_m(β s⁺_m)
+
+    (the 1/M factors cancel; β = 0 gives the plain mean ``log (1/M) Σ_m e^{s⁺_m}``). Shapes:
+    ``logits`` (A, N), ``positive_mask`` (A, N) bool with at least one True per row → (A,).
+    """
+    from hardneg._lse import masked_logsumexp
+
+    tilted = masked_logsumexp((beta + 1.0) * logits, positive_mask)
+    return tilted - masked_logsumexp(beta * logits, positive_mask)
 
 
 class Debiased(Objective):
@@ -63,7 +86,11 @@ class Debiased(Objective):
 
     With M_i positives per anchor (``scores.positive_mask``; fixed τ⁺ only) ``e^{s⁺_i}`` is
     ``Σ_m e^{s⁺_im}`` — Robinson et al.'s pseudocode ``−log(pos.sum() / (pos.sum() + Neg))``
-    (ICLR 2021, Fig. 13–14) — and the correction uses the positives' mean.
+    (ICLR 2021, Fig. 13–14) — and the correction ``τ⁺ E_{v∼q_β⁺}[e^{s_v}]`` is estimated as in their
+    §3 (``positive_estimator="importance"``, :func:`log_positive_mean`): the positives reweighted
+    by the tilt β of the negatives' weights. ``positive_estimator="mean"`` keeps the plain mean
+    ``(1/M) Σ_m e^{s⁺_m}`` (the estimate of versions ≤ 0.1; equal at β = 0). Distributions without
+    a tilt on the raw logits (OT, the clipping trick ``Hard(rescale=True)``) use the plain mean.
 
     With :class:`~hardneg.negatives.Hard` weights this is exactly the objective of Robinson et
     al. (ICLR 2021), eq. (4); with β = 0 it is the debiased loss of Chuang et al. (NeurIPS 2020);
@@ -81,8 +108,16 @@ class Debiased(Objective):
 
     row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it
 
-    def __init__(self, tau_plus: float | str | TauPlusEstimator = 0.1):
+    def __init__(
+        self,
+        tau_plus: float | str | TauPlusEstimator = 0.1,
+        *,
+        positive_estimator: Literal["importance", "mean"] = "importance",
+    ):
         super().__init__()
+        if positive_estimator not in ("importance", "mean"):
+            raise ValueError(f"positive_estimator must be 'importance' or 'mean', got {positive_estimator!r}")
+        self.positive_estimator = positive_estimator
         self.estimator: TauPlusEstimator | None = None
         if isinstance(tau_plus, TauPlusEstimator):
             self.estimator = tau_plus
@@ -115,6 +150,13 @@ class Debiased(Objective):
     def log_negative(self, weighted: WeightedScores) -> tuple[Tensor, Tensor]:
         """``(log Neg_i, clamp_active_i)`` for each anchor, shapes (A,) (O(A) on the memoised sum)."""
         s = weighted.scores
+        log_pos = None
+        if (
+            s.positive_mask is not None
+            and self.positive_estimator == "importance"
+            and weighted.tilt  # a tilt of 0 (uniform) or None (no tilt on s) keeps the plain mean
+        ):
+            log_pos = log_positive_mean(s.logits, s.positive_mask, beta=weighted.tilt)
         return debiased_log_negative(
             weighted.log_weighted_sum,
             s.positive,
@@ -122,6 +164,7 @@ class Debiased(Objective):
             tau_plus=self.tau_plus,
             temperature=s.temperature,
             positive_count=s.positive_count(),
+            log_positive_mean=log_pos,
         )
 
     def forward(self, weighted: WeightedScores) -> Tensor:
@@ -141,4 +184,7 @@ class Debiased(Objective):
         return out
 
     def _config(self) -> dict[str, object]:
-        return {"tau_plus": "auto" if self.estimator is not None else self.tau_plus}
+        config: dict[str, object] = {"tau_plus": "auto" if self.estimator is not None else self.tau_plus}
+        if self.positive_estimator != "importance":
+            config["positive_estimator"] = self.positive_estimator
+        return config

@@ -47,6 +47,18 @@ class InterruptCheckpoint(Callback):
             print(f"notice: could not save {self.ckpt_path}: {err.strerror or err}", file=sys.stderr)
 
 
+def _no_slurm_requeue() -> list[Any]:
+    """Under SLURM, Lightning's auto-requeue off: no ``hpc_ckpt_*.ckpt`` is saved mid-epoch.
+
+    Lightning saves one on SLURM's requeue signal and ``fit(ckpt_path=None)`` then resumes from
+    it (mid-epoch, like ``"last"``); here a run starts from scratch or from the epoch checkpoint
+    it is given, and a requeued job continues with ``--resume``.
+    """
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+
+    return [SLURMEnvironment(auto_requeue=False)] if SLURMEnvironment.detect() else []
+
+
 def _strategy(name: str, accelerator: str) -> Any:
     if name == "auto":
         return "auto"
@@ -130,7 +142,7 @@ def build_trainer(
         deterministic=deterministic,
         logger=loggers,
         callbacks=all_callbacks,
-        plugins=[AtomicCheckpointIO()],
+        plugins=[AtomicCheckpointIO(), *_no_slurm_requeue()],
         log_every_n_steps=log_every_n_steps,
         enable_progress_bar=bar,
         enable_model_summary=False,

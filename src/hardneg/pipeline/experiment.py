@@ -168,17 +168,12 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         resume_epoch=int(found[1].get("epoch", 0)) if found else None,
         gradient_clip_norm=t.gradient_clip_norm,
     )
-    # Always an explicit choice: the last finished epoch's intact checkpoint, or none (from scratch).
+    # Always an explicit choice: the last finished epoch's intact checkpoint, or none (from scratch:
+    # no OnExceptionCheckpoint is configured, so Lightning does not turn None into "last").
     # A mid-epoch interrupted.ckpt is never resumed from (its loader position cannot be restored).
     ckpt = found[0] if found else None
-    if resume and not quiet and not child:
-        if found is None:
-            print(f"notice: no intact epoch checkpoint in '{run}/checkpoints'; starting from scratch",
-                  file=sys.stderr)
-        else:
-            epoch = int(found[1].get("epoch", 0)) + 1
-            print(f"notice: resuming from '{found[0]}' (the end of epoch {epoch}; a partial epoch after "
-                  "it is discarded)", file=sys.stderr)
+    if resume and not child:
+        print(_resume_notice(run / "checkpoints", found), file=sys.stderr)
     t_setup = time.perf_counter() - t_start
     trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
     if not trainer.is_global_zero:
@@ -291,31 +286,47 @@ def evaluate_run(
 
     The default checkpoint is the run's newest intact one (``last.ckpt`` unless it is damaged;
     see :func:`hardneg.pipeline.checkpoints.newest_intact_checkpoint`). A damaged or foreign
-    ``checkpoint`` raises :class:`~hardneg.pipeline.checkpoints.CheckpointError`.
+    ``checkpoint`` raises :class:`~hardneg.pipeline.checkpoints.CheckpointError`. When it writes
+    (``write`` or ``figures_on``) it holds the run folder's lock
+    (:func:`~hardneg.pipeline.run_folder.run_lock`): a folder another process is writing raises
+    :class:`~hardneg.pipeline.run_folder.RunLocked` naming that process.
     """
     run = Path(run_dir)
     cfg_path = run / "config.yaml"
     if not cfg_path.is_file():
         raise FileNotFoundError(f"no run folder at '{run}': config.yaml not found")
-    if checkpoint is not None:
-        ckpt = Path(checkpoint)
-        state = read_checkpoint(ckpt)
-    else:
-        remove_partial_checkpoints(run / "checkpoints")
-        found = newest_intact_checkpoint(run / "checkpoints")
-        if found is None:
-            raise FileNotFoundError(f"no intact checkpoint in '{run / 'checkpoints'}'")
-        ckpt, state = found
     extra = dict(overrides or {})
     outside = sorted(k for k in extra if not k.startswith("eval."))
     if outside:
         raise ValueError(f"overrides of a saved run may change eval.* keys only, got {outside}")
-    cfg = load_config(cfg_path, {"eval.figures": bool(figures_on), **extra})
-    with thread_limits(cfg.train.threads):
-        if not write:
-            return _evaluate_saved(cfg, run, ckpt, state, write=False)
-        with run_lock(run):  # it writes metrics and figures into the folder
-            return _evaluate_saved(cfg, run, ckpt, state, write=True)
+    # Writing (metrics, figures, removing a killed save's temporary files) needs the folder's
+    # lock, taken before anything is touched; a read-only evaluation removes nothing.
+    writes = write or figures_on
+    with run_lock(run) if writes else contextlib.nullcontext():
+        if checkpoint is not None:
+            ckpt = Path(checkpoint)
+            state = read_checkpoint(ckpt)
+        else:
+            if writes:
+                remove_partial_checkpoints(run / "checkpoints")
+            found = newest_intact_checkpoint(run / "checkpoints")
+            if found is None:
+                raise FileNotFoundError(f"no intact checkpoint in '{run / 'checkpoints'}'")
+            ckpt, state = found
+        cfg = load_config(cfg_path, {"eval.figures": bool(figures_on), **extra})
+        with thread_limits(cfg.train.threads):
+            return _evaluate_saved(cfg, run, ckpt, state, write=write)
+
+
+def _resume_notice(folder: Path, found: tuple[Path, dict[str, Any]] | None) -> str:
+    """Where ``--resume`` starts, and that a mid-epoch ``interrupted.ckpt`` is not resumed from."""
+    partial = folder / "interrupted.ckpt"
+    newer = partial.is_file() and (found is None or partial.stat().st_mtime >= found[0].stat().st_mtime)
+    dropped = f"; the partial epoch in '{partial}' (saved mid-epoch) is discarded" if newer else ""
+    if found is None:
+        return f"notice: no intact epoch checkpoint in '{folder}'; starting from scratch{dropped}"
+    epoch = int(found[1].get("epoch", 0)) + 1
+    return f"notice: resuming from '{found[0]}' (the end of epoch {epoch}){dropped}"
 
 
 def _silent(_: str) -> None:
