@@ -262,3 +262,17 @@ def test_tau_plus_with_a_custom_objective_is_refused() -> None:
     with pytest.raises(ValueError, match="labels must be a tensor of shape"):
         local, global_, batch = _batch(15)
         InfoGraphLoss()(local, global_, batch, labels=torch.tensor([0, 1]))
+
+
+def test_default_value_is_infographs_plus_2_log_2_with_the_same_gradient() -> None:
+    """The documented difference: ``InfoGraphLoss()`` = InfoGraph's value + 2 log 2, same gradients."""
+    local, global_, batch = _batch(5)
+    a = local.clone().requires_grad_(True)
+    b = local.clone().requires_grad_(True)
+    plain = InfoGraphLoss()(a, global_, batch)
+    infograph = InfoGraphLoss(subtract_log4=True)(b, global_, batch)
+    gap = torch.tensor(2 * LOG2, dtype=plain.dtype)
+    torch.testing.assert_close(plain - infograph, gap, rtol=0, atol=1e-12)
+    plain.backward()
+    infograph.backward()
+    torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=0)

@@ -128,7 +128,11 @@ def local_global_detailed(
 class InfoGraphLoss(nn.Module):
     """InfoGraph's local–global loss with the negative distribution you choose.
 
-    ``InfoGraphLoss()`` is InfoGraph (Sun et al., ICLR 2020): Jensen–Shannon, uniform negatives.
+    ``InfoGraphLoss()`` trains as InfoGraph (Sun et al., ICLR 2020): Jensen–Shannon, uniform
+    negatives. Its *value* is InfoGraph's plus the constant ``2 log 2`` by default,
+    ``sp(−s⁺) + E_q[sp(s)]`` (:class:`~hardneg.objectives.JensenShannon`), whereas InfoGraph's
+    code subtracts ``2 log 2`` (its ``log 2 − sp(−T)`` and ``sp(T) − log 2`` expectations); the
+    gradients are equal, and ``subtract_log4=True`` gives InfoGraph's value exactly.
     ``InfoGraphLoss(negatives=Hard(beta=1.0, rescale=True))`` is the hard-negative variant of
     Robinson et al. (ICLR 2021), §5.2 / App. B.2, with the clipping trick of their Fig. 14 for
     the unnormalised scores; ``tau_plus`` debiases it. ``objective=InfoNCE()`` gives the NCE form
@@ -145,7 +149,8 @@ class InfoGraphLoss(nn.Module):
         normalize: L2-normalise ``l`` and ``g`` first (False in InfoGraph).
         num_negatives: keep K random negative graphs per node (Ash et al., AISTATS 2022).
         collision_free: drop negative graphs of the node's graph's class (needs ``labels``).
-        subtract_log4: subtract InfoGraph's constant ``2 log 2`` (default objective only).
+        subtract_log4: include InfoGraph's constant ``2 log 2`` so that the value equals
+            InfoGraph's (default objective only; the gradient does not change).
 
     Example:
         >>> import torch
