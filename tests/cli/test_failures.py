@@ -104,3 +104,36 @@ def test_the_interruption_message_names_only_files_that_exist(tmp_path: Path) ->
     assert f"--resume --out {run}" in message
     (run / "checkpoints" / "interrupted.ckpt").write_bytes(b"x")
     assert "interrupted.ckpt = the moment of interruption" in _interrupted_message("digits", run)
+    assert "(resumes from the last finished epoch; the partial epoch is discarded)" in message
+
+
+def test_the_interruption_message_of_the_first_epoch_says_resume_starts_from_scratch(tmp_path: Path) -> None:
+    from hardneg.cli import _interrupted_message
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "interrupted.ckpt").write_bytes(b"x")
+    message = _interrupted_message("digits", run)
+    assert message.startswith("interrupted during the first epoch")
+    assert "interrupted.ckpt = the moment of interruption, for inspection only" in message
+    assert f"--resume --out {run}` starts from scratch (no epoch finished" in message
+
+
+def test_a_folder_another_process_writes_is_refused_and_kept(tmp_path: Path) -> None:
+    import os
+
+    from hardneg.pipeline.run_folder import run_lock
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"the other run's checkpoint")
+    (run / "config.yaml").write_text("name: other\n")
+    with run_lock(run):  # the test process plays the other writer
+        for flags in (["--force"], ["--resume"], []):
+            line = _one_error(_invoke("train", "digits", *QUICK, "--out", str(run), "-q", *flags))
+            assert line.startswith(f"error: run folder '{run}' is being written by another hardneg process "
+                                   f"(PID {os.getpid()})"), line
+        line = _one_error(_invoke("evaluate", str(run)))
+        assert f"(PID {os.getpid()})" in line
+    assert (run / "checkpoints" / "last.ckpt").read_bytes() == b"the other run's checkpoint"
+    assert sorted(p.name for p in run.rglob("*")) == ["checkpoints", "config.yaml", "last.ckpt"]

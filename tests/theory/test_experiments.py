@@ -116,7 +116,7 @@ def test_tuple_layout_with_blocks_is_arora_block_loss() -> None:
     fa = nn.functional.normalize(anchors, dim=-1)
     fb = nn.functional.normalize(blocks, dim=-1)
     negative_blocks = torch.stack([fb[[j for j in range(n) if j != i]] for i in range(n)])  # (n, n-1, b, d)
-    ref = block_loss(fa / t, fb, negative_blocks, loss="logistic")
+    ref = block_loss(fa / t, fb, negative_blocks, loss="logistic", base=math.e)  # the training form
     got = tuple_loss(Identity(), ContrastiveLoss(temperature=t, objective=Logistic()), anchors, blocks)
     assert float(got.loss) == pytest.approx(float(ref), rel=1e-5)
 

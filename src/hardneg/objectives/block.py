@@ -91,7 +91,7 @@ def block_loss(
     *,
     loss: str = "logistic",
     margin: float = 1.0,
-    base: float = math.e,
+    base: float = 2.0,
     normalize: bool = False,
     reduction: str = "mean",
 ) -> Tensor:
@@ -100,8 +100,10 @@ def block_loss(
         L_i = ℓ( {v_ik}_{k=1..m} ),   v_ik = f(x_i)ᵀ( mean_l f(x⁺_il) − mean_l f(x⁻_ikl) ),
 
     with ℓ the k-way hinge ``max{0, margin + max_k(−v_ik)}`` or logistic
-    ``log_base(1 + Σ_k e^{−v_ik})`` loss of Def. 2.3; m = 1 is eq. (12) and m > 1 the extension
-    "analogous to Equation (5)". The anchor x is the first point of its block, the b positives
+    ``log_base(1 + Σ_k e^{−v_ik})`` loss of Def. 2.3 — base 2 by default, as in Def. 2.3, so that
+    ℓ(0) = 1 and the value can be fed to the bounds of :mod:`hardneg.theory.arora` (Proposition 6.2);
+    ``base=math.e`` is the natural-log form the training objectives (``Logistic``) optimise.
+    m = 1 is eq. (12) and m > 1 the extension "analogous to Equation (5)". The anchor x is the first point of its block, the b positives
     the rest; averaging a block's representations makes the loss a tighter surrogate of the
     supervised loss than pairs (Proposition 6.2). Choose it when the data come in blocks of
     same-class points (sentences of a paragraph, Wiki-3029 articles).

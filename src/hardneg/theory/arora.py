@@ -197,7 +197,10 @@ def arora_proposition_6_2_bound(
 ) -> float:
     """Proposition 6.2: L_sup(f) ≤ (L^block_un(f) − τ)/(1 − τ) ≤ (L_un(f) − τ)/(1 − τ).
 
-    L^block_un is the block loss of eq. (12) with b positives and b negatives.
+    L^block_un is the block loss of eq. (12) with b positives and b negatives, in Def. 2.3's units:
+    the hinge or the *base-2* logistic loss (ℓ(0) = 1, what the bound assumes), as
+    :func:`hardneg.objectives.block_loss` computes by default; a natural-log value (``base=math.e``)
+    is ln 2 times too small and makes the bound invalid.
     Source: Arora et al. (ICML 2019) Prop 6.2. Validity: C ≥ 2.
     """
     lb = check_real("block_loss", block_loss, low=0.0)
