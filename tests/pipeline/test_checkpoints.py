@@ -251,4 +251,5 @@ def test_resume_and_evaluate_fall_back_to_the_newest_intact_checkpoint(tmp_path)
     resumed = run_cli(["train", "digits", *args, "--out", str(run), "--resume", "-q"], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == expected
-    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["epoch001.ckpt", "last.ckpt"]
+    assert f"set aside as {last}.damaged" in resumed.stderr  # resume renames what it cannot load
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["epoch001.ckpt", "last.ckpt.damaged"]

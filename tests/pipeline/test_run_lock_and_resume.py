@@ -82,7 +82,8 @@ def test_ctrl_c_inside_an_epoch_then_resume_equals_the_uninterrupted_run(
     with warnings.catch_warnings(record=True) as caught:  # Lightning warns when it resumes mid-epoch
         warnings.simplefilter("always")
         train_run(cfg, run, resume=True, quiet=True)
-    assert not [w for w in caught if "ckpt_path" in str(w.message) or "before the epoch ended" in str(w.message)]
+    mid_epoch = ("ckpt_path", "before the epoch ended")  # Lightning's "last" and mid-epoch resume warnings
+    assert not [w for w in caught if any(text in str(w.message) for text in mid_epoch)]
     _assert_same_outputs(run, reference)
     err = capsys.readouterr().err
     partial = f"the partial epoch in '{folder / 'interrupted.ckpt'}' (saved mid-epoch) is discarded"
@@ -106,8 +107,10 @@ def test_a_damaged_last_checkpoint_is_never_loaded(
     train_run(cfg, run, resume=True, quiet=True)
     err = capsys.readouterr().err
     assert f"warning: {last} is not a readable hardneg checkpoint" in err
+    assert f"; set aside as {last}.damaged" in err  # kept for inspection, out of resume's way
     assert f"notice: resuming from '{epoch1}' (the end of epoch 2)" in err
     assert (run / "metrics.json").is_file()
+    assert sorted(p.name for p in last.parent.iterdir()) == ["epoch001.ckpt", "last.ckpt.damaged"]
     # every checkpoint damaged (and Ctrl-C left interrupted.ckpt): from scratch, really, and it ends
     # as the uninterrupted run; the damaged last.ckpt is not loaded behind the notice's back
     run = tmp_path / "all"
@@ -121,6 +124,8 @@ def test_a_damaged_last_checkpoint_is_never_loaded(
     assert f"warning: {run / 'checkpoints' / 'last.ckpt'} is not a readable hardneg checkpoint" in err
     assert f"notice: no intact epoch checkpoint in '{run / 'checkpoints'}'; starting from scratch" in err
     _assert_same_outputs(run, reference)
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "epoch000.ckpt.damaged", "epoch001.ckpt", "interrupted.ckpt", "last.ckpt", "last.ckpt.damaged"]
 
 
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:

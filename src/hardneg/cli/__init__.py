@@ -19,9 +19,7 @@
 
 from __future__ import annotations
 
-import logging
 import time
-import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -58,15 +56,9 @@ def _echo(msg: str) -> None:
 
 
 def _quiet_lightning() -> None:
-    import lightning  # noqa: F401  (its import sets its loggers to INFO; lower them afterwards)
+    from hardneg.pipeline.engine import quiet_lightning  # imports Lightning (its loggers start at INFO)
 
-    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", message=".*LeafSpec.*")
-    warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
-    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-    warnings.filterwarnings("ignore", message=".*when logging on epoch level in distributed.*")
-    warnings.filterwarnings("ignore", message=".*exists and is not empty.*")
+    quiet_lightning()
 
 
 def _describe(err: BaseException) -> str:

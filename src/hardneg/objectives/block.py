@@ -103,10 +103,10 @@ def block_loss(
     ``log_base(1 + Σ_k e^{−v_ik})`` loss of Def. 2.3 — base 2 by default, as in Def. 2.3, so that
     ℓ(0) = 1 and the value can be fed to the bounds of :mod:`hardneg.theory.arora` (Proposition 6.2);
     ``base=math.e`` is the natural-log form the training objectives (``Logistic``) optimise.
-    m = 1 is eq. (12) and m > 1 the extension "analogous to Equation (5)". The anchor x is the first point of its block, the b positives
-    the rest; averaging a block's representations makes the loss a tighter surrogate of the
-    supervised loss than pairs (Proposition 6.2). Choose it when the data come in blocks of
-    same-class points (sentences of a paragraph, Wiki-3029 articles).
+    m = 1 is eq. (12) and m > 1 the extension "analogous to Equation (5)". The anchor x is the first
+    point of its block, the b positives the rest; averaging a block's representations makes the
+    loss a tighter surrogate of the supervised loss than pairs (Proposition 6.2). Choose it when
+    the data come in blocks of same-class points (sentences of a paragraph, Wiki-3029 articles).
 
     Shapes: ``anchors`` (A, d), ``positive_blocks`` (A, b, d), ``negative_blocks`` (A, m, b, d)
     → scalar, or (A,) with ``reduction="none"``. The inputs are small, so the blocks are given

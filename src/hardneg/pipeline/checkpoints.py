@@ -114,13 +114,15 @@ def checkpoint_files(folder: str | Path) -> list[Path]:
 
 
 def newest_intact_checkpoint(
-    folder: str | Path, *, report: Callable[[str], None] | None = None
+    folder: str | Path, *, report: Callable[[str], None] | None = None, set_aside: bool = False
 ) -> tuple[Path, dict[str, Any]] | None:
     """The intact checkpoint with the largest global step (``last.ckpt`` first on ties), and its state.
 
-    Damaged files are skipped with a message to ``report`` (default: standard error); when the
-    chosen file is not ``last.ckpt`` the message says which one is used. ``None`` when there is
-    no intact checkpoint.
+    Damaged files are never loaded: they are skipped with a message to ``report`` (default:
+    standard error) naming each one; when the chosen file is not ``last.ckpt`` the message says
+    which one is used. ``None`` when there is no intact checkpoint. With ``set_aside`` (a resumed
+    run, which holds the folder's lock) a damaged file is renamed to ``<name>.damaged``, so that
+    the run's new checkpoints take the usual names instead of Lightning's ``last-v1.ckpt``.
     """
     say = report if report is not None else (lambda msg: print(msg, file=sys.stderr))
     best: tuple[Path, dict[str, Any]] | None = None
@@ -130,13 +132,18 @@ def newest_intact_checkpoint(
         try:
             state = read_checkpoint(path)
         except (CheckpointError, FileNotFoundError) as err:
-            damaged.append(str(err))
+            if set_aside and path.is_file():
+                aside = path.with_name(path.name + ".damaged")
+                path.replace(aside)
+                damaged.append(f"{err}; set aside as {aside}")
+            else:
+                damaged.append(f"{err}; skipped")
             continue
         step = int(state.get("global_step", 0))
         if step > best_step:
             best, best_step = (path, state), step
     for line in damaged:
-        say(f"warning: {line}; skipped")
+        say(f"warning: {line}")
     if best is not None and damaged:
         say(f"notice: using {best[0]} (epoch {best[1].get('epoch')}, step {best_step})")
     return best

@@ -18,7 +18,28 @@ from typing import Any, Literal
 import lightning as L
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
-__all__ = ["InterruptCheckpoint", "build_trainer", "show_progress"]
+__all__ = ["QUIET_WARNINGS", "InterruptCheckpoint", "build_trainer", "quiet_lightning", "show_progress"]
+
+# Lightning's messages that say nothing to a hardneg user (no checkpoint warning is among them:
+# the resume notices say what is loaded; "exists and is not empty" fires on every --resume).
+QUIET_WARNINGS = (
+    ".*LeafSpec.*",
+    ".*smaller than the logging interval.*",
+    ".*does not have many workers.*",
+    ".*when logging on epoch level in distributed.*",
+    ".*exists and is not empty.*",
+)
+
+
+def quiet_lightning() -> None:
+    """Lightning's loggers at WARNING and :data:`QUIET_WARNINGS` ignored (the CLI and group workers)."""
+    import logging
+    import warnings
+
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for message in QUIET_WARNINGS:
+        warnings.filterwarnings("ignore", message=message)
 
 
 def show_progress(requested: bool = True) -> bool:

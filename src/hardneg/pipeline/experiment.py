@@ -122,7 +122,8 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         remove_partial_checkpoints(run / "checkpoints")
     found = None
     if resume:
-        found = newest_intact_checkpoint(run / "checkpoints", report=_silent if child else None)
+        found = newest_intact_checkpoint(run / "checkpoints", report=_silent if child else None,
+                                         set_aside=not child)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     t0 = time.perf_counter()
     train, test = load_data(cfg)

@@ -45,6 +45,7 @@ from hardneg.pipeline.run_folder import (
     csv_text,
     load_result,
     run_dir_for,
+    run_lock,
     timing_lines,
 )
 
@@ -170,12 +171,9 @@ def _job(cfg: RunConfig, run_dir: Path, resume: bool, force: bool) -> tuple[RunR
 
 
 def _worker_init() -> None:
-    import logging
-    import warnings
+    from hardneg.pipeline.engine import quiet_lightning
 
-    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore")
+    quiet_lightning()  # the same few messages as the CLI, never a checkpoint warning
 
 
 def run_many(
@@ -335,21 +333,22 @@ def run_group(
     arms = compare_arms(cfg) if kind == "compare" else sweep_arms(cfg)
     root = run_dir_for(cfg, out)
     jobs = _jobs(cfg, arms, list(group.seeds), root, kind)
-    prepare_root(root, cfg, resume=resume, force=force, kind=kind)
-    if not quiet:
-        echo(
-            f"{kind}: {len(arms)} {'strategies' if kind == 'compare' else 'grid points'} x "
-            f"{len(group.seeds)} seeds = {len(jobs)} runs of {cfg.train.epochs} epochs -> {root}"
+    with run_lock(root):  # one writer per group folder (each run also locks its own)
+        prepare_root(root, cfg, resume=resume, force=force, kind=kind)
+        if not quiet:
+            echo(
+                f"{kind}: {len(arms)} {'strategies' if kind == 'compare' else 'grid points'} x "
+                f"{len(group.seeds)} seeds = {len(jobs)} runs of {cfg.train.epochs} epochs -> {root}"
+            )
+        runs = run_many(jobs, resume=resume, force=force, quiet=quiet, echo=echo, workers=group.workers)
+        result = CompareResult(
+            root=root,
+            runs=runs,
+            table=aggregate(runs),
+            timing=sum_timing([r for rs in runs.values() for r in rs]),
         )
-    runs = run_many(jobs, resume=resume, force=force, quiet=quiet, echo=echo, workers=group.workers)
-    result = CompareResult(
-        root=root,
-        runs=runs,
-        table=aggregate(runs),
-        timing=sum_timing([r for rs in runs.values() for r in rs]),
-    )
-    configs = {label: sub for label, _, sub, _ in jobs}
-    _write_group(cfg, kind, result, {a.label: a.point for a in arms}, configs, seeds=len(group.seeds))
+        configs = {label: sub for label, _, sub, _ in jobs}
+        _write_group(cfg, kind, result, {a.label: a.point for a in arms}, configs, seeds=len(group.seeds))
     result.seconds = time.perf_counter() - start
     return result
 
