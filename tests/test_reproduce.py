@@ -102,3 +102,37 @@ def test_missing_data_gives_not_run_here(tmp_path: Path, monkeypatch: pytest.Mon
     )
     assert [r["verdict"] for r in res.rows] == ["not run here"]
     assert "needs fashion_mnist" in res.rows[0]["setting"]
+
+
+def test_an_interrupted_reproduction_writes_a_partial_report_then_resumes(
+    tmp_path: Path, tiny_latent: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during the runs: exit 130, claims.md marked partial with the command that continues."""
+    from hardneg.pipeline import experiment
+
+    out = tmp_path / "rep"
+    train = experiment.train_run
+    calls = [0]
+
+    def ctrl_c_at_the_third_run(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+        return train(*args, **kwargs)
+
+    from hardneg.pipeline import groups
+
+    monkeypatch.setattr(groups, "train_run", ctrl_c_at_the_third_run)
+    args = ["reproduce", "--only", "collision-free-helps", "--out", str(out), "--quiet"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 130, result.output
+    md = (out / "small" / "claims.md").read_text()
+    assert md.startswith("# Reproduction report (budget: small)\n\n**Partial report**: interrupted during `latent` "
+                         "(2 of 6 of its runs finished)")
+    assert "| collision-free-helps | interrupted |" in md
+    assert f"hardneg reproduce --budget small --out {out}" in result.output
+    monkeypatch.setattr(groups, "train_run", train)
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    md = (out / "small" / "claims.md").read_text()
+    assert "Partial" not in md and "| collision-free-helps | interrupted |" not in md

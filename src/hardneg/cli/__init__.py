@@ -126,10 +126,11 @@ def train(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
     except _USER_ERRORS as err:
         raise _fail(err) from None
     except (KeyboardInterrupt, SystemExit) as err:  # Lightning exits with 1 after Ctrl-C
-        if isinstance(err, KeyboardInterrupt) or err.code not in (0, None):
-            run_dir = out if out is not None else Path(cfg.out_dir) / cfg.name
-            _echo(_interrupted_message(config, Path(run_dir)))
-        raise
+        if isinstance(err, SystemExit) and err.code in (0, None):
+            raise
+        run_dir = out if out is not None else Path(cfg.out_dir) / cfg.name
+        _echo(_interrupted_message(config, Path(run_dir)))
+        raise typer.Exit(code=130) from None  # the shell's status for "stopped by SIGINT"
     if result is None:  # a non-zero DDP rank
         return
     if not quiet:
@@ -171,8 +172,7 @@ def _print_group(result, label: str, wall: float, quiet: bool) -> None:  # type:
     if table:
         typer.echo(f"\npaired differences to {next(iter(result.runs))} (same seeds):\n{table}")
     if not quiet:
-        figures = ", figures/" if (result.root / "figures").is_dir() else ""
-        wrote = f"table.md, results.csv, summary.md{figures}"
+        wrote = ", ".join(str(p.relative_to(result.root)) for p in result.written)
         _echo(f"\nresults: {result.root} ({wrote})")
         _echo("time summed over runs:\n" + "\n".join(timing_lines(result.timing)))
         _echo(f"wall time: {wall:.1f} s")
@@ -182,14 +182,25 @@ def _run_group(kind: str, config: str, overrides: list[str] | None, out: Path | 
                force: bool, quiet: bool) -> None:
     cfg = _load(config, overrides)
     _quiet_lightning()
-    from hardneg.pipeline.groups import run_group
+    from hardneg.pipeline.groups import GroupInterrupted, run_group
 
     start = time.perf_counter()
+    label = "strategy" if kind == "compare" else "grid point"
     try:
         result = run_group(cfg, kind, out, resume=resume, force=force, quiet=quiet, echo=_echo)
     except _USER_ERRORS as err:
         raise _fail(err) from None
-    label = "strategy" if kind == "compare" else "grid point"
+    except GroupInterrupted as stop:
+        _print_group(stop.result, label, time.perf_counter() - start, quiet)
+        import shlex
+
+        again = shlex.join(
+            ["hardneg", kind, config, *(overrides or []), "--out", str(stop.result.root), "--resume"]
+        )
+        _echo(f"interrupted: {stop.done} of {stop.total} runs finished (the tables above and summary.md "
+              f"are partial); continue with `{again}` (finished runs are reused, an interrupted run "
+              "resumes from its last finished epoch)")
+        raise typer.Exit(code=130) from None
     _print_group(result, label, time.perf_counter() - start, quiet)
 
 
@@ -223,7 +234,7 @@ def reproduce(
 ) -> None:
     """Run the papers' claims as seeded comparisons -> claims.md, claims.csv, figures/claims.png."""
     _quiet_lightning()
-    from hardneg.reproduce.run import run_reproduce
+    from hardneg.reproduce.run import ReproduceInterrupted, run_reproduce
 
     start = time.perf_counter()
     try:
@@ -231,6 +242,12 @@ def reproduce(
                                echo=(lambda msg: None) if quiet else _echo)
     except _USER_ERRORS as err:
         raise _fail(err) from None
+    except ReproduceInterrupted as stop:
+        text = (stop.result.root / "claims.md").read_text()
+        typer.echo(text.split("\n## ", 1)[0].rstrip())
+        _echo(f"interrupted: partial report in {stop.result.root / 'claims.md'}; continue with "
+              f"`hardneg reproduce --budget {budget} --out {out}` (finished runs are reused)")
+        raise typer.Exit(code=130) from None
     text = (result.root / "claims.md").read_text()
     typer.echo(text.split("\n## ", 1)[0].rstrip())
     if not quiet:

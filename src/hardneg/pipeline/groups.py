@@ -48,10 +48,12 @@ from hardneg.pipeline.run_folder import (
     run_lock,
     timing_lines,
 )
+from hardneg.pipeline.workers import Interrupted
 
 __all__ = [
     "Arm",
     "CompareResult",
+    "GroupInterrupted",
     "aggregate",
     "beta_series",
     "compare_arms",
@@ -99,6 +101,7 @@ class CompareResult:
     table: dict[str, dict[str, tuple[float, float]]]
     timing: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    written: list[Path] = field(default_factory=list)  # the group's own files, figures included
 
 
 def aggregate(runs: dict[str, list[RunResult]]) -> dict[str, dict[str, tuple[float, float]]]:
@@ -176,6 +179,19 @@ def _worker_init() -> None:
     quiet_lightning()  # the same few messages as the CLI, never a checkpoint warning
 
 
+class GroupInterrupted(Exception):
+    """Ctrl-C (or SIGTERM) stopped a group after ``done`` of ``total`` runs.
+
+    ``result`` holds the finished runs; the group's tables were written from them and marked
+    partial. Running the same command with ``--resume`` continues: finished runs are reused and an
+    interrupted run continues from its last finished epoch.
+    """
+
+    def __init__(self, result: CompareResult, done: int, total: int) -> None:
+        super().__init__(f"interrupted after {done} of {total} runs; results so far in {result.root}")
+        self.result, self.done, self.total = result, done, total
+
+
 def run_many(
     jobs: list[tuple[str, int, RunConfig, Path]],
     *,
@@ -187,16 +203,19 @@ def run_many(
 ) -> dict[str, list[RunResult]]:
     """Train (or reuse, with ``resume``) every ``(label, seed, config, run_dir)`` job.
 
-    ``workers > 1`` runs jobs in that many spawned processes (each run is independent and
-    seeded by its own config, so the results do not depend on ``workers``); results are
-    collected in job order.
-    """
-    results: list[tuple[RunResult | None, str] | None] = [None] * len(jobs)
+    ``workers > 1`` runs jobs in that many supervised processes
+    (:func:`~hardneg.pipeline.workers.run_supervised`: they die with this one and stop on
+    Ctrl-C); each run is independent and seeded by its own config, so the results do not depend
+    on ``workers``; they are collected in job order.
 
-    def report(i: int) -> None:
+    Raises:
+        Interrupted: on Ctrl-C / SIGTERM, with the finished jobs' results.
+    """
+    from hardneg.pipeline.workers import run_supervised
+
+    def report(i: int, res: tuple[RunResult | None, str]) -> None:
         label, seed = jobs[i][0], jobs[i][1]
-        res = results[i]
-        if quiet or res is None or res[0] is None:
+        if quiet or res[0] is None:
             return
         acc = ", ".join(
             f"{m.split('_')[0]} {100 * res[0].eval[m]:.1f}"
@@ -205,27 +224,22 @@ def run_many(
         )
         echo(f"[{i + 1}/{len(jobs)}] {label} seed {seed}: {acc} ({res[1]})")
 
-    if workers <= 1 or len(jobs) <= 1:
-        for i, (_, _, cfg, run_dir) in enumerate(jobs):
-            results[i] = _job(cfg, run_dir, resume, force)
-            report(i)
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+    results = run_supervised(
+        _job,
+        [(cfg, run_dir, resume, force) for _, _, cfg, run_dir in jobs],
+        workers=workers,
+        init=_worker_init,
+        on_result=report,
+    )
+    return _collect(jobs, results)
 
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init) as pool:
-            futures = {
-                pool.submit(_job, cfg, run_dir, resume, force): i
-                for i, (_, _, cfg, run_dir) in enumerate(jobs)
-            }
-            for future in as_completed(futures):
-                i = futures[future]
-                results[i] = future.result()
-                report(i)
+
+def _collect(
+    jobs: list[tuple[str, int, RunConfig, Path]], results: list[tuple[RunResult | None, str] | None]
+) -> dict[str, list[RunResult]]:
     runs: dict[str, list[RunResult]] = defaultdict(list)
     for (label, _, _, _), res in zip(jobs, results):
-        if res is not None and res[0] is not None:  # None: a non-zero DDP rank
+        if res is not None and res[0] is not None:  # None: not finished, or a non-zero DDP rank
             runs[label].append(res[0])
     return dict(runs)
 
@@ -340,7 +354,12 @@ def run_group(
                 f"{kind}: {len(arms)} {'strategies' if kind == 'compare' else 'grid points'} x "
                 f"{len(group.seeds)} seeds = {len(jobs)} runs of {cfg.train.epochs} epochs -> {root}"
             )
-        runs = run_many(jobs, resume=resume, force=force, quiet=quiet, echo=echo, workers=group.workers)
+        partial: tuple[int, int] | None = None
+        try:
+            runs = run_many(jobs, resume=resume, force=force, quiet=quiet, echo=echo, workers=group.workers)
+        except Interrupted as stop:
+            runs = _collect(jobs, stop.results)
+            partial = (sum(r is not None for r in stop.results), len(jobs))
         result = CompareResult(
             root=root,
             runs=runs,
@@ -348,8 +367,13 @@ def run_group(
             timing=sum_timing([r for rs in runs.values() for r in rs]),
         )
         configs = {label: sub for label, _, sub, _ in jobs}
-        _write_group(cfg, kind, result, {a.label: a.point for a in arms}, configs, seeds=len(group.seeds))
+        result.written = _write_group(
+            cfg, kind, result, {a.label: a.point for a in arms}, configs,
+            seeds=len(group.seeds), partial=partial,
+        )
     result.seconds = time.perf_counter() - start
+    if partial is not None:
+        raise GroupInterrupted(result, *partial)
     return result
 
 
@@ -413,7 +437,9 @@ def _write_group(
     configs: dict[str, RunConfig],
     *,
     seeds: int,
-) -> None:
+    partial: tuple[int, int] | None = None,
+) -> list[Path]:
+    """Write the group's tables, summary and figures; returns the paths written."""
     root = result.root
     rows: list[dict[str, Any]] = []
     for label, results in result.runs.items():
@@ -460,6 +486,12 @@ def _write_group(
         f"{setting}. Every accuracy is that of the final epoch's encoder: no epoch or setting is "
         "chosen on test data.",
         "",
+        *(
+            [f"**Partial**: interrupted after {partial[0]} of {partial[1]} runs; the tables hold the "
+             "finished runs only. Run the same command with `--resume` to finish.", ""]
+            if partial is not None
+            else []
+        ),
         md,
         "",
     ]
@@ -477,6 +509,8 @@ def _write_group(
         lines += ["Figures: " + ", ".join(f"`{p.relative_to(root)}`" for p in written), ""]
     lines += ["Time summed over runs:", "```", *timing_lines(result.timing), "```", ""]
     atomic_write_text(root / "summary.md", "\n".join(lines))
+    files = ["results.csv", "table.csv", "table.md", "results.json", "summary.md"]
+    return [root / name for name in files] + written
 
 
 def _group_figures(

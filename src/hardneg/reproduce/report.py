@@ -21,11 +21,19 @@ def _pp(x: float) -> str:
     return f"{100 * x:+.2f}"
 
 
-def claims_markdown(rows: list[dict[str, Any]], *, budget: str) -> str:
-    """The report as Markdown: one section per claim, then a summary table."""
+_NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
+
+
+def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | None = None) -> str:
+    """The report as Markdown: one section per claim, then a summary table.
+
+    ``partial``: the report is incomplete (an interrupted reproduction); the sentence is printed
+    first and every claim without a result says ``interrupted``.
+    """
     lines = [
         f"# Reproduction report (budget: {budget})",
         "",
+        *([f"**Partial report**: {partial}", ""] if partial else []),
         "Each claim is read as \"the contender scores higher than the baseline\" on a metric fixed in "
         "advance, at the final epoch (nothing is chosen on test data). The evidence is the seed-paired "
         "difference (same seed: same initial weights, data order and evaluation folds), its mean ± std "
@@ -36,8 +44,8 @@ def claims_markdown(rows: list[dict[str, Any]], *, budget: str) -> str:
         "|---|---|---|---|---|",
     ]
     for r in rows:
-        if r["verdict"] == "not run here":
-            lines.append(f"| {r['claim']} | not run here | – | – | – |")
+        if r["verdict"] in _NO_RESULT:
+            lines.append(f"| {r['claim']} | {r['verdict']} | – | – | – |")
             continue
         ci = f"[{_pp(r['ci_low'])}, {_pp(r['ci_high'])}]" if not math.isnan(r["ci_low"]) else "–"
         lines.append(f"| {r['claim']} | {r['verdict']} | {_pp(r['diff_mean'])} ± {100 * r['diff_std']:.2f} "
@@ -46,7 +54,7 @@ def claims_markdown(rows: list[dict[str, Any]], *, budget: str) -> str:
     for r in rows:
         lines += [f"## {r['claim']}: {r['verdict']}", "", f"*Claim.* {r['text']}", "",
                   f"*Source.* {r['source']}", ""]
-        if r["verdict"] == "not run here":
+        if r["verdict"] in _NO_RESULT:
             lines += [f"*To run it.* {r['setting']}", ""]
             continue
         lines += [
@@ -62,13 +70,14 @@ def claims_markdown(rows: list[dict[str, Any]], *, budget: str) -> str:
     return "\n".join(lines)
 
 
-def write_report(rows: list[dict[str, Any]], root: Path, *, budget: str) -> None:
-    """Write ``claims.md``, ``claims.csv`` and ``figures/claims.png`` under ``root``."""
+def write_report(rows: list[dict[str, Any]], root: Path, *, budget: str, partial: str | None = None) -> None:
+    """Write ``claims.md``, ``claims.csv`` and ``figures/claims.png`` under ``root`` (``partial``: see
+    :func:`claims_markdown`)."""
     from hardneg.figures.claims import claims_figure
     from hardneg.pipeline.run_folder import csv_text
 
     root.mkdir(parents=True, exist_ok=True)
     table = [{k: r.get(k, "") for k in _COLUMNS} for r in rows]
     atomic_write_text(root / "claims.csv", csv_text(table))
-    atomic_write_text(root / "claims.md", claims_markdown(rows, budget=budget) + "\n")
+    atomic_write_text(root / "claims.md", claims_markdown(rows, budget=budget, partial=partial) + "\n")
     claims_figure(rows, root / "figures" / "claims.png", budget=budget)

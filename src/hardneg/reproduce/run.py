@@ -19,7 +19,7 @@ from typing import Any
 from hardneg.reproduce.claims import BUDGETS, CLAIMS, EXPERIMENTS, NOT_RUN_HERE, Claim, Experiment
 from hardneg.reproduce.verdict import verdict
 
-__all__ = ["ReproduceResult", "run_reproduce"]
+__all__ = ["ReproduceInterrupted", "ReproduceResult", "run_reproduce"]
 
 
 @dataclass
@@ -29,6 +29,14 @@ class ReproduceResult:
     rows: list[dict[str, Any]]
     root: Path
     seconds: float = 0.0
+
+
+class ReproduceInterrupted(Exception):
+    """Ctrl-C (or SIGTERM) stopped a reproduction; ``result`` is the partial report written."""
+
+    def __init__(self, result: ReproduceResult) -> None:
+        super().__init__(f"interrupted; partial report in {result.root / 'claims.md'}")
+        self.result = result
 
 
 def _select(budget: str, only: Sequence[str] | None) -> list[Claim]:
@@ -73,8 +81,10 @@ def _claim_row(claim: Claim, exp: Experiment, cfg: Any, result: Any, folder: Pat
     }
 
 
-def _not_run_row(claim_id: str, text: str, source: str, why: str) -> dict[str, Any]:
-    return {"claim": claim_id, "text": text, "source": source, "setting": why, "verdict": "not run here"}
+def _not_run_row(
+    claim_id: str, text: str, source: str, why: str, verdict: str = "not run here"
+) -> dict[str, Any]:
+    return {"claim": claim_id, "text": text, "source": source, "setting": why, "verdict": verdict}
 
 
 def run_reproduce(
@@ -92,7 +102,7 @@ def run_reproduce(
     won) and the verdict; claims that need a GPU or data not installed here get the verdict
     ``not run here`` and the command that would run them.
     """
-    from hardneg.pipeline.groups import run_compare
+    from hardneg.pipeline.groups import GroupInterrupted, run_compare
     from hardneg.reproduce.report import write_report
 
     echo = echo or (lambda msg: print(msg, file=sys.stderr))
@@ -100,7 +110,8 @@ def run_reproduce(
     claims = _select(budget, only)
     root = Path(out)
     rows: list[dict[str, Any]] = []
-    for exp_id in dict.fromkeys(c.experiment for c in claims):
+    experiments = list(dict.fromkeys(c.experiment for c in claims))
+    for n, exp_id in enumerate(experiments):
         exp = EXPERIMENTS[exp_id]
         mine = [c for c in claims if c.experiment == exp_id]
         cfg = _experiment_config(exp, budget)
@@ -109,6 +120,18 @@ def run_reproduce(
              f"{cfg.train.epochs} epochs) -> {folder}")
         try:
             result = run_compare(cfg, folder, resume=not force, force=force, quiet=True, echo=echo)
+        except GroupInterrupted as stop:
+            again = f"hardneg reproduce --budget {budget} --out {root}"
+            left = [c for c in claims if c.experiment in experiments[n:]]
+            why = f"interrupted; continue with `{again}`"
+            rows += [_not_run_row(c.id, c.text, c.source, why, "interrupted") for c in left]
+            partial = (f"interrupted during `{exp.id}` ({stop.done} of {stop.total} of its runs finished); "
+                       f"{len(left)} of {len(claims)} claims have no verdict. `{again}` continues "
+                       "(finished runs are reused).")
+            write_report(rows, root / budget, budget=budget, partial=partial)
+            raise ReproduceInterrupted(
+                ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start)
+            ) from None
         except OSError as err:  # FileNotFoundError included: the data set is not installed
             if exp.needs is None:
                 raise
