@@ -22,6 +22,7 @@ Shapes:
 from __future__ import annotations
 
 import gzip
+import math
 import os
 from pathlib import Path
 from typing import Literal
@@ -105,7 +106,7 @@ def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
     if len(raw) < header:
         raise ValueError(f"corrupt IDX file {file}: {len(raw)} bytes, shorter than its {header}-byte header")
     shape = tuple(int(x) for x in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize  # exact: Python ints never overflow (2**31 · 2**31 · 4)
     if len(raw) - header != expected:
         raise ValueError(
             f"corrupt IDX file {file}: header says shape {shape} ({expected} bytes of data), "
@@ -158,7 +159,7 @@ def read_idx_dataset(
         transpose: store-transposed images (EMNIST) are turned upright.
 
     Raises ``ValueError`` naming the files when images and labels disagree in number, the
-    images are not 3-d, or a label is out of range.
+    images are not 3-d or hold no image (``N``, ``H`` or ``W`` of 0), or a label is out of range.
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
@@ -173,6 +174,10 @@ def read_idx_dataset(
         raise ValueError(
             f"corrupt IDX images {images_path}: expected (N, H, W) uint8, got {images.shape} {images.dtype}"
         )
+    if 0 in images.shape:
+        n, h, w = images.shape
+        what = f"{n} images" if n == 0 else f"images of {h}×{w} pixels"
+        raise ValueError(f"{images_path}: holds {what}; a data set needs at least 1 image of at least 1×1")
     if labels.ndim != 1:
         raise ValueError(f"corrupt IDX labels {labels_path}: expected (N,), got shape {labels.shape}")
     if labels.shape[0] != images.shape[0]:

@@ -15,7 +15,7 @@ import torch
 from hardneg.data.images import LabeledImages
 from hardneg.seeding import mix_seed
 
-__all__ = ["IMAGE_DATASETS", "load_image_splits"]
+__all__ = ["IMAGE_DATASETS", "load_image_splits", "root_layout"]
 
 IMAGE_DATASETS = (
     "digits",
@@ -28,6 +28,22 @@ IMAGE_DATASETS = (
     "image_folder",
     "random",
 )
+
+
+def root_layout(dataset: str) -> str:
+    """What the folder ``root`` must hold for ``dataset`` (the layout its reader expects), for messages."""
+    from hardneg.data import cifar, idx, image_folder, stl10
+
+    layouts = {
+        "fashion_mnist": idx._LAYOUT,
+        "mnist": idx._LAYOUT,
+        "cifar10": cifar._C10_LAYOUT,
+        "cifar100": cifar._C100_LAYOUT,
+        "stl10": stl10._LAYOUT,
+        "tiny_imagenet": image_folder._TINY_LAYOUT,
+        "image_folder": "<root>/{train,val}/<class_name>/*.png|*.jpg (one sub-folder per class)",
+    }
+    return layouts.get(dataset, "the data set's files")
 
 
 def _subset(data: LabeledImages, n: int | None) -> LabeledImages:
@@ -78,7 +94,15 @@ def load_image_splits(
         test = _random_images(max(2, random_size // 4), shape, split_seed + 1)
     else:
         if root is None:
-            raise ValueError(f"data.root must name the folder holding {dataset!r}, got None")
+            raise ValueError(
+                f"invalid value for 'data.root': data.dataset={dataset!r} reads {root_layout(dataset)} "
+                "(nothing is downloaded), got None"
+            )
+        if not Path(root).expanduser().exists():
+            raise FileNotFoundError(
+                f"invalid value for 'data.root': data.dataset={dataset!r} reads {root_layout(dataset)} "
+                f"(nothing is downloaded); no such folder: '{root}'"
+            )
         from hardneg.data import cifar, idx, image_folder, stl10
 
         if dataset == "fashion_mnist":

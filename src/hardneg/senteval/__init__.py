@@ -12,47 +12,40 @@
   :func:`evaluate_folder`), for features such as quick-thoughts' ``[f(s); g(s)]`` (Logeswaran &
   Lee, ICLR 2018).
 
-The guide is ``docs/senteval.md``.
+The guide is ``docs/senteval.md``. Names are imported on first use (scikit-learn loads only with
+:mod:`~hardneg.senteval.evaluate`), so the readers and the preparation are cheap to import.
 """
 
-from hardneg.senteval.errors import MissingTaskFileError, SentEvalFormatError
-from hardneg.senteval.evaluate import (
-    DEFAULT_C_GRID,
-    TRAIN_TEST_C_GRID,
-    Encoder,
-    SentEvalEvaluator,
-    TaskResult,
-    evaluate_folder,
-    pair_features,
-    results_table,
-)
-from hardneg.senteval.prepare import PREPARABLE_TASKS, prepare_senteval
-from hardneg.senteval.readers import read_lines, read_msrp, read_task, read_trec, task_folder
-from hardneg.senteval.tasks import LAYOUTS, TASK_NAMES, TREC_CLASSES, BinaryTask, PairTask, SplitTask, Task
+from hardneg._lazy import lazy_names
 
-__all__ = [
-    "DEFAULT_C_GRID",
-    "LAYOUTS",
-    "PREPARABLE_TASKS",
-    "TASK_NAMES",
-    "TRAIN_TEST_C_GRID",
-    "TREC_CLASSES",
-    "BinaryTask",
-    "Encoder",
-    "MissingTaskFileError",
-    "PairTask",
-    "SentEvalEvaluator",
-    "SentEvalFormatError",
-    "SplitTask",
-    "Task",
-    "TaskResult",
-    "evaluate_folder",
-    "pair_features",
-    "prepare_senteval",
-    "read_lines",
-    "read_msrp",
-    "read_task",
-    "read_trec",
-    "results_table",
-    "task_folder",
-]
+_WHERE = {
+    "DEFAULT_C_GRID": ".evaluate",
+    "LAYOUTS": ".tasks",
+    "PREPARABLE_TASKS": ".prepare",
+    "TASK_NAMES": ".tasks",
+    "TRAIN_TEST_C_GRID": ".evaluate",
+    "TREC_CLASSES": ".tasks",
+    "BinaryTask": ".tasks",
+    "Encoder": ".evaluate",
+    "MissingTaskFileError": ".errors",
+    "PairTask": ".tasks",
+    "SentEvalEvaluator": ".evaluate",
+    "SentEvalFormatError": ".errors",
+    "SplitTask": ".tasks",
+    "Task": ".tasks",
+    "TaskResult": ".evaluate",
+    "TooFewExamplesError": ".errors",
+    "evaluate_folder": ".evaluate",
+    "pair_features": ".evaluate",
+    "prepare_senteval": ".prepare",
+    "read_lines": ".readers",
+    "read_msrp": ".readers",
+    "read_task": ".readers",
+    "read_trec": ".readers",
+    "results_table": ".evaluate",
+    "task_folder": ".readers",
+}
+
+__all__ = sorted(_WHERE)
+
+__getattr__, __dir__ = lazy_names(globals(), _WHERE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["MissingTaskFileError", "SentEvalFormatError"]
+__all__ = ["MissingTaskFileError", "SentEvalFormatError", "TooFewExamplesError"]
 
 
 class SentEvalFormatError(ValueError):
@@ -34,3 +34,16 @@ class MissingTaskFileError(SentEvalFormatError):
     def __init__(self, path: str | os.PathLike[str], *, task: str, layout: tuple[str, ...]) -> None:
         self.task = task
         super().__init__(path, f"missing file of task {task} (its SentEval layout is {', '.join(layout)})")
+
+
+class TooFewExamplesError(SentEvalFormatError):
+    """A class of a task has fewer examples than the protocol's folds need (``path`` holds that class).
+
+    ``count`` is what the data give and ``needed`` what the folds need: more folds than ``count``
+    is the setting to change (or the data).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str, *, count: int, needed: int) -> None:
+        self.count = count
+        self.needed = needed
+        super().__init__(path, reason)

@@ -48,9 +48,11 @@ from typing import Any
 
 import numpy as np
 
+from hardneg.data.folds import nested_cv_problem
 from hardneg.evaluate import LinearReadout, cross_validated_readouts
 from hardneg.evaluate._arrays import as_features
-from hardneg.senteval.readers import canonical_task_name, read_task, task_present
+from hardneg.senteval.errors import SentEvalFormatError, TooFewExamplesError
+from hardneg.senteval.readers import canonical_task_name, read_task, task_files, task_present
 from hardneg.senteval.tasks import TASK_NAMES, BinaryTask, PairTask, SplitTask, Task
 
 __all__ = [
@@ -178,6 +180,38 @@ class SentEvalEvaluator:
                 f"c_grid={self.c_grid}, seed={self.seed}, standardize={self.standardize}, "
                 f"threads={self.threads})")
 
+    def check_task(self, task: Task, folder: str | os.PathLike[str]) -> None:
+        """Raise, before anything is encoded, what scoring ``task`` (read from ``folder``) would raise
+        about its labels, naming the task and the file of the class at fault.
+
+        The readout needs two classes in the labels it is fitted on (a :class:`SentEvalFormatError`)
+        and, for every class, as many examples as folds: ``folds`` outer and ``inner_folds`` inner
+        stratified folds for the binary tasks, ``inner_folds`` on the training part of TREC and MSRP
+        (a :class:`TooFewExamplesError`, whose ``count`` and ``needed`` say by how much).
+        """
+        files = task_files(task.name, folder)
+        if isinstance(task, BinaryTask):  # label 1 is the first file of the layout, label 0 the second
+            labels, item, folds, inner = task.labels, "sentence", self.folds, self.inner_folds
+            file_of = {1: files[0], 0: files[-1]}
+        else:
+            labels, item, folds, inner = task.train_labels, "training example", self.inner_folds, None
+            file_of = {}
+        found = np.unique(labels)
+        if found.size < 2:
+            only = task.classes[int(found[0])] if found.size else "none"
+            raise SentEvalFormatError(
+                files[0], f"task {task.name}: every {item} is of class {only}; its readout needs at "
+                f"least 2 classes (of {', '.join(task.classes)})")
+        problem = nested_cv_problem(labels, folds=folds, inner_folds=inner, seed=self.seed)
+        if problem is not None:
+            name = task.classes[int(problem.label)]
+            where = "" if problem.fold is None else f" in the training part of outer fold {problem.fold}"
+            folds_of = "folds" if inner is not None and problem.fold is None else "inner folds (choice of C)"
+            raise TooFewExamplesError(
+                file_of.get(int(problem.label), files[0]),
+                f"task {task.name}: {problem.count} {item}(s) of class {name!r}{where}, fewer than the "
+                f"{problem.needed} stratified {folds_of}", count=problem.count, needed=problem.needed)
+
     def evaluate(self, task: Task, encode: Encoder) -> TaskResult:
         """Encode ``task``'s sentences with ``encode`` and score them by the task's protocol."""
         if isinstance(task, BinaryTask):
@@ -296,7 +330,10 @@ def evaluate_folder(folder: str | os.PathLike[str], encode: Encoder, *, tasks: I
         if not names:
             raise ValueError("tasks is empty")
     evaluator = evaluator if evaluator is not None else SentEvalEvaluator()
-    return {name: evaluator.evaluate(read_task(name, root, encoding=encoding), encode) for name in names}
+    tasks_read = {name: read_task(name, root, encoding=encoding) for name in names}
+    for task in tasks_read.values():  # every file and every class count before anything is encoded
+        evaluator.check_task(task, root)
+    return {name: evaluator.evaluate(task, encode) for name, task in tasks_read.items()}
 
 
 def results_table(results: dict[str, TaskResult] | Iterable[TaskResult]) -> str:

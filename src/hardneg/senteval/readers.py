@@ -24,6 +24,8 @@ Rules shared by every reader:
 * **Lines** end at ``\\n`` (a ``\\r`` before it is dropped). SentEval's binary loader uses
   ``str.splitlines``, which also breaks at ``\\x85`` (cp1252's "…" read as latin-1), ``\\x0b``,
   ``\\x0c``, ``\\x1c``–``\\x1e``; here those stay inside their line, as whitespace.
+* **Binary data and overlong lines** are errors: a line holding a NUL character or mostly control
+  characters, or longer than :data:`~hardneg.data.text.lines.MAX_LINE_CHARS` characters.
 * **Blank lines** (only whitespace) are skipped silently (SentEval keeps one in a binary task as an
   empty sentence and fails on one in TREC or MSRP); a file without any non-blank line is an error.
 * **Whitespace** inside a sentence is normalised to single spaces and stripped at both ends (SentEval
@@ -45,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hardneg.data.text.lines import line_problem
 from hardneg.senteval.errors import MissingTaskFileError, SentEvalFormatError
 from hardneg.senteval.tasks import (
     BINARY_CLASSES,
@@ -63,12 +66,14 @@ from hardneg.senteval.tasks import (
 __all__ = [
     "MSRP_HEADER",
     "canonical_task_name",
+    "missing_task_files",
     "parse_trec_line",
     "read_binary_task",
     "read_lines",
     "read_msrp",
     "read_task",
     "read_trec",
+    "task_files",
     "task_folder",
     "task_present",
 ]
@@ -96,6 +101,18 @@ def task_folder(name: str, folder: str | os.PathLike[str]) -> Path:
         if (root / sub).is_dir():
             return root / sub
     return root
+
+
+def task_files(name: str, folder: str | os.PathLike[str]) -> tuple[Path, ...]:
+    """The files of ``name``'s layout, in :data:`LAYOUTS` order, where :func:`read_task` looks for them."""
+    name = canonical_task_name(name)
+    where = task_folder(name, folder)
+    return tuple(where / file for file in LAYOUTS[name])
+
+
+def missing_task_files(name: str, folder: str | os.PathLike[str]) -> list[Path]:
+    """The files of ``name``'s layout that are not files in ``folder`` (or its task sub-folder)."""
+    return [path for path in task_files(name, folder) if not path.is_file()]
 
 
 def task_present(name: str, folder: str | os.PathLike[str]) -> bool:
@@ -132,6 +149,9 @@ def _raw_lines(path: Path, *, task: str, encoding: str | None) -> Iterator[tuple
     found = False
     for number, line in enumerate(text.split("\n"), start=1):
         line = line[:-1] if line.endswith("\r") else line
+        problem = line_problem(line)
+        if problem is not None:
+            raise SentEvalFormatError(path, problem, line=number)
         if line.strip():
             found = True
             yield number, line

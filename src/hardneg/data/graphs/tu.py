@@ -39,7 +39,7 @@ import torch
 from hardneg.data.graphs.dataset import GraphDataset
 from hardneg.data.graphs.features import degree_features
 
-__all__ = ["read_tu"]
+__all__ = ["read_tu", "tu_file"]
 
 _LAYOUT = {
     "A": "lines 'i, j' (an edge between 1-based node ids)",
@@ -53,6 +53,13 @@ _LAYOUT = {
 
 def _path(folder: Path, name: str, part: str) -> Path:
     return folder / f"{name}_{part}.txt"
+
+
+def tu_file(root: str | Path, name: str, part: str) -> Path:
+    """``root/name/name_<part>.txt``: where :func:`read_tu` reads ``part`` (``"A"``, ``"graph_labels"``…)."""
+    if part not in _LAYOUT:
+        raise ValueError(f"part must be one of {list(_LAYOUT)}, got {part!r}")
+    return _path(Path(root) / name, name, part)
 
 
 def _text(path: Path) -> str:

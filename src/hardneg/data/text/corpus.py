@@ -6,8 +6,10 @@
 An article is a latent class in the sense of Arora et al. (ICML 2019, §2, §8): two sentences of
 one article form a positive pair. Blank lines are skipped (documented, not an error); a line of a
 TSV without a tab, an empty sentence after a tab, or bytes that are not UTF-8 are errors naming the
-file and the line. Articles are numbered 0..C−1 in order of first appearance (TSV) or by sorted
-file name (folder), so the same files always give the same labels.
+file and the line, and so are binary data and lines longer than
+:data:`~hardneg.data.text.lines.MAX_LINE_CHARS` (:mod:`hardneg.data.text.lines`). Articles are
+numbered 0..C−1 in order of first appearance (TSV) or by sorted file name (folder), so the same
+files always give the same labels.
 """
 
 from __future__ import annotations
@@ -60,13 +62,21 @@ class ArticleCorpus:
 
 
 def _lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file; bytes that are not UTF-8, binary data and overlong lines are
+    errors naming the file and the line (:mod:`hardneg.data.text.lines`)."""
+    from hardneg.data.text.lines import first_bad_line
+
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise ValueError(f"{path}, line {line}: not UTF-8 (byte {data[err.start]:#04x})") from None
-    return text.splitlines()
+    lines = text.splitlines()
+    bad = first_bad_line(lines, text)
+    if bad is not None:
+        raise ValueError(f"{path}, line {bad[0]}: {bad[1]}")
+    return lines
 
 
 def _labelled(sentences: list[str], ids: list[str], name: str) -> ArticleCorpus:

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from hardneg.data.text.lines import line_problem
 from hardneg.data.text.vocab import Vocabulary
 
 __all__ = [
@@ -35,8 +36,9 @@ __all__ = [
 def iter_documents(path: str | Path) -> Iterator[list[tuple[int, str]]]:
     """Documents of ``path`` as lists of ``(line_number, sentence)`` (1-based), streamed.
 
-    Raises ``ValueError`` naming the file and line for bytes that are not UTF-8, and for a file
-    without any sentence.
+    Raises ``ValueError`` naming the file and line for bytes that are not UTF-8, binary data or a
+    line longer than :data:`~hardneg.data.text.lines.MAX_LINE_CHARS`, and for a file without any
+    sentence.
     """
     p = Path(path)
     if not p.is_file():
@@ -46,11 +48,15 @@ def iter_documents(path: str | Path) -> Iterator[list[tuple[int, str]]]:
     with p.open("rb") as f:
         for number, raw in enumerate(f, start=1):
             try:
-                line = raw.decode("utf-8").strip()
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
                 raise ValueError(
                     f"{p}, line {number}: not UTF-8 ({err.reason} at byte {err.start})"
                 ) from None
+            problem = line_problem(line.rstrip("\r\n"))
+            if problem is not None:
+                raise ValueError(f"{p}, line {number}: {problem}")
+            line = line.strip()
             if line:
                 doc.append((number, line))
                 seen = True
@@ -84,7 +90,11 @@ def _tokenised(docs: Iterable[list[tuple[int, str]]], path: Path | str) -> Itera
     for doc in docs:
         out = []
         for number, sentence in doc:
-            tokens = word_tokenize(sentence)
+            try:
+                tokens = word_tokenize(sentence)
+            except (TimeoutError, RecursionError) as err:  # NLTK's regex time-out, or worse
+                why = f"{type(err).__name__}: {err}"
+                raise ValueError(f"{path}, line {number}: cannot tokenise ({why})") from None
             if not tokens:
                 raise ValueError(f"{path}, line {number}: the sentence {sentence!r} has no word token")
             out.append(tokens)

@@ -5,14 +5,19 @@ Penn Treebank tokenizer (``nltk.tokenize.TreebankWordTokenizer``), which needs n
 pretrained Punkt models are a download, so sentences are split by an *untrained*
 ``PunktSentenceTokenizer`` told a short list of common English abbreviations (it then does not
 split after "Dr." or "e.g."; rarer abbreviations may still end a sentence). Tokens are lower-cased.
+Word tokenising takes time linear in the text's length, whatever the text (see :func:`word_tokenize`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["ABBREVIATIONS", "split_sentences", "word_tokenize"]
+__all__ = ["ABBREVIATIONS", "PIECE_CHARS", "split_sentences", "word_tokenize"]
+
+PIECE_CHARS = 10_000
+"""The most characters the Treebank tokenizer is given at once (:func:`word_tokenize` cuts longer text)."""
 
 ABBREVIATIONS = frozenset(
     {"dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "fig", "u.s",
@@ -37,16 +42,34 @@ def _sentence_tokenizer() -> Any:
     return PunktSentenceTokenizer(params)
 
 
+def _pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
+    """``text`` cut into pieces of at most ``size`` characters, at the last whitespace before each
+    limit (a run of ``size`` characters without whitespace is cut where it reaches the limit)."""
+    start = 0
+    while len(text) - start > size:
+        cut = max(text.rfind(c, start + 1, start + size) for c in " \t\n\r")
+        cut = cut if cut > start else start + size
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
 def word_tokenize(sentence: str, *, lower: bool = True) -> list[str]:
     """Treebank tokens of one sentence, lower-cased by default.
+
+    Time is linear in the length of ``sentence``: a text longer than :data:`PIECE_CHARS` is
+    tokenised in pieces of at most that many characters cut at whitespace (so no regular expression
+    of the tokenizer ever runs on more, and NLTK's regex time-out is never reached); a ``.`` ending
+    a piece is then split off as a sentence-final one.
 
     >>> word_tokenize("The cat's mat isn't red.")
     ['the', 'cat', "'s", 'mat', 'is', "n't", 'red', '.']
     """
     if not isinstance(sentence, str):
         raise ValueError(f"sentence must be a str, got {type(sentence).__name__}")
-    tokens = _word_tokenizer().tokenize(sentence)
-    return [t.lower() for t in tokens] if lower else list(tokens)
+    tokenizer = _word_tokenizer()
+    tokens = [t for piece in _pieces(sentence) for t in tokenizer.tokenize(piece)]
+    return [t.lower() for t in tokens] if lower else tokens
 
 
 def split_sentences(text: str) -> list[str]:
