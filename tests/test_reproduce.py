@@ -127,8 +127,8 @@ def test_an_interrupted_reproduction_writes_a_partial_report_then_resumes(
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 130, result.output
     md = (out / "small" / "claims.md").read_text()
-    assert md.startswith("# Reproduction report (budget: small)\n\n**Partial report**: interrupted during `latent` "
-                         "(2 of 6 of its runs finished)")
+    assert md.startswith("# Reproduction report (budget: small)\n\n**Partial report**: "
+                         "interrupted during `latent` (2 of 6 of its runs finished)")
     assert "| collision-free-helps | interrupted |" in md
     assert f"hardneg reproduce --budget small --out {out}" in result.output
     monkeypatch.setattr(groups, "train_run", train)

@@ -134,7 +134,8 @@ def test_a_signal_then_resume_equals_the_uninterrupted_run(
     }[kind]
     run = tmp_path / "run"
     stopped = subprocess.run(
-        [sys.executable, "-m", "tests.faults.inject", sig, moment, "--", "train", *args, "--out", str(run), "-q"],
+        [sys.executable, "-m", "tests.faults.inject", sig, moment, "--",
+         "train", *args, "--out", str(run), "-q"],
         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600,
     )
     expected = {"INT": 130, "KILL": -signal.SIGKILL}[sig]
@@ -189,7 +190,8 @@ def test_compare_stopped_at_a_seeded_moment_resumes_to_the_same_table(
 ) -> None:
     out = tmp_path / "c"
     proc = subprocess.Popen([sys.executable, "-m", "hardneg.cli", *COMPARE, "--out", str(out), "-q"],
-                            cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     # a moment after the workers have started training: one of the runs has a checkpoint
     deadline = time.monotonic() + 300
     while not list(out.glob("*/seed*/checkpoints/last.ckpt")):

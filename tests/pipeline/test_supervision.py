@@ -60,7 +60,8 @@ def test_workers_must_be_positive() -> None:
 
 def _start(tmp_path: Path, workers: int, n: int, seconds: float) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.pipeline.supervision_jobs", str(tmp_path), str(workers), str(n), str(seconds)],
+        [sys.executable, "-m", "tests.pipeline.supervision_jobs",
+         str(tmp_path), str(workers), str(n), str(seconds)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 

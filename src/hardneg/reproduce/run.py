@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hardneg.config.errors import ConfigError
 from hardneg.reproduce.claims import BUDGETS, CLAIMS, EXPERIMENTS, NOT_RUN_HERE, Claim, Experiment
 from hardneg.reproduce.verdict import verdict
 
@@ -114,7 +115,14 @@ def run_reproduce(
     for n, exp_id in enumerate(experiments):
         exp = EXPERIMENTS[exp_id]
         mine = [c for c in claims if c.experiment == exp_id]
-        cfg = _experiment_config(exp, budget)
+        try:
+            cfg = _experiment_config(exp, budget)
+        except ConfigError as err:  # e.g. data.root names no installed data set
+            if exp.needs is None:
+                raise
+            why = f"needs {exp.needs} ({' '.join(str(err).split())})"
+            rows += [_not_run_row(c.id, c.text, c.source, why) for c in mine]
+            continue
         folder = root / budget / exp.id
         echo(f"reproduce: {exp.id} ({len(exp.strategies)} strategies x {len(cfg.compare.seeds)} seeds, "
              f"{cfg.train.epochs} epochs) -> {folder}")
@@ -132,7 +140,7 @@ def run_reproduce(
             raise ReproduceInterrupted(
                 ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start)
             ) from None
-        except OSError as err:  # FileNotFoundError included: the data set is not installed
+        except (OSError, ConfigError) as err:  # the data set is not installed (data.root)
             if exp.needs is None:
                 raise
             why = f"needs {exp.needs} ({' '.join(str(err).split())})"
