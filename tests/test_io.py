@@ -27,3 +27,17 @@ def test_failed_write_leaves_previous_content_and_no_temp(tmp_path: Path) -> Non
         atomic_write_bytes(target, "new")  # type: ignore[arg-type]
     assert target.read_bytes() == b"old"
     assert sorted(q.name for q in tmp_path.iterdir()) == ["b.bin"]
+
+
+def test_a_folder_that_refuses_the_temporary_file_names_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    def refuse(**kwargs):  # type: ignore[no-untyped-def]
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".claims.md.x1y2.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError) as err:
+        atomic_write_text(tmp_path / "claims.md", "x")
+    assert err.value.filename == str(tmp_path / "claims.md")  # not the hidden temporary file

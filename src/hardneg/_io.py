@@ -43,7 +43,10 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=PARTIAL_SUFFIX, dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=PARTIAL_SUFFIX, dir=target.parent)
+    except OSError as err:  # a read-only or full folder: name the file asked for, not the temporary one
+        raise type(err)(err.errno, err.strerror, str(target)) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, "wb") as handle:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -286,8 +286,30 @@ app.add_typer(data_app, name="data",
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: every failure is one ``error: ...`` line (usage errors too, with
+    the command's help hint), Ctrl-C outside a run exits 130."""
+    # typer's (vendored) click classes, found through a public one: BadParameter < UsageError <
+    # ClickException
+    usage_error = cast("type[Exception]", typer.BadParameter.__mro__[1])
+    click_exception = cast("type[Exception]", typer.BadParameter.__mro__[2])
+    try:
+        code = app(standalone_mode=False)
+    except usage_error as err:
+        message = err.format_message()  # type: ignore[attr-defined]
+        if not message:  # no arguments at all: the help was printed
+            raise SystemExit(2) from None
+        _echo(f"error: {message}")
+        ctx = getattr(err, "ctx", None)
+        if ctx is not None:
+            _echo(f"Try '{ctx.command_path} --help' for help.")
+        raise SystemExit(2) from None
+    except click_exception as err:
+        _echo(f"error: {err.format_message()}")  # type: ignore[attr-defined]
+        raise SystemExit(getattr(err, "exit_code", 1)) from None
+    except (typer.Abort, KeyboardInterrupt):
+        _echo("interrupted")
+        raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,17 @@ are checked against the registries of :mod:`hardneg.pipeline.registry` (see
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializeAsAny
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializeAsAny,
+    ValidationInfo,
+    field_validator,
+)
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
@@ -30,10 +38,26 @@ __all__ = [
 ]
 
 
+def _members(annotation: Any) -> set[Any]:
+    """The types of an annotation: ``int | None`` → ``{int, NoneType}``."""
+    args = get_args(annotation)
+    return {a for arg in args for a in _members(arg)} if args else {annotation}
+
+
 class Section(BaseModel):
     """Base of every section: unknown keys are errors, NaN/Inf are rejected, assignment validated."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """``true`` is not a number: pydantic's lax mode would read ``train.epochs=true`` as 1."""
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if bool not in _members(annotation) and _members(annotation) & {int, float}:
+                raise ValueError("must be a number, not a boolean")
+        return value
 
 
 

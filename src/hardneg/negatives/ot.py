@@ -213,11 +213,13 @@ class OptimalTransport(NegativeDistribution):
             max_iter=self.max_iter, method=self.method, differentiable=self.differentiable,
         )
         if not res.converged:
+            # one text per setting, so Python shows it once per process, not once per step; the
+            # error of each call is in the SinkhornResult (``details``)
             warnings.warn(
-                f"OptimalTransport: Sinkhorn stopped at max_iter={self.max_iter} with row-marginal "
-                f"L1 error {res.marginal_error:.3g} > tol={self.tol:g} (epsilon={self.epsilon:g}); "
-                "increase max_iter or epsilon, or check that the mask admits a coupling with uniform "
-                "marginals",
+                f"OptimalTransport: Sinkhorn stopped at max_iter={self.max_iter} with a row-marginal "
+                f"L1 error above tol={self.tol:g} (epsilon={self.epsilon:g}); increase max_iter or "
+                "epsilon, or check that the mask admits a coupling with uniform marginals (shown "
+                "once; each call's error is in its SinkhornResult)",
                 RuntimeWarning,
                 stacklevel=3,
             )

@@ -457,7 +457,25 @@ def load_config(
     base = _defaults(dataset if isinstance(dataset, str) else "digits")
     _deep_merge(base, user, "")
     apply_overrides(base, ov)
+    _name_the_data(base, ov)
     return validate(base, check_groups=check_groups)
+
+
+def _name_the_data(cfg: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """A run whose data set was changed by an override is named after it, unless ``name`` is given.
+
+    ``hardneg train graphs data.dataset=tu data.name=MUTAG`` writes ``runs/graphs-tu-MUTAG``, not
+    ``runs/graphs`` (and ``fashion_mnist data.dataset=mnist`` is not named Fashion-MNIST).
+    """
+    if "name" in overrides or not isinstance(cfg.get("data"), dict):
+        return
+    given = overrides.get("data")
+    whole: dict[str, Any] = given if isinstance(given, dict) else {}
+    if not any(f"data.{k}" in overrides or k in whole for k in ("dataset", "name")):
+        return
+    data = cfg["data"]
+    parts = [str(data.get("dataset"))] + ([str(data["name"])] if data.get("name") else [])
+    cfg["name"] = "-".join([str(cfg.get("name", "run")), *parts]).replace("/", "_")
 
 
 def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:

@@ -1,0 +1,73 @@
+"""Small surprises a user meets, each fixed: one ``error:`` prefix, booleans are not numbers, runs
+named after their data, an MNIST config, warnings once per run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+from hardneg.config.errors import ConfigError
+from hardneg.pipeline.config import load_config, packaged_config_names
+from tests.pipeline.helpers import cli_env
+
+
+@pytest.mark.parametrize(
+    ("args", "first"),
+    [
+        (["train", "digits", "--bogus"], "error: No such option: --bogus"),
+        (["data", "wiki"], "error: Missing argument 'out'."),
+        (["data", "wiki", "out.tsv", "--dump", "/nonexistent/dump.xml"], "error: no Wikipedia dump at"),
+        (["config", "digits", "train.epochs=true"], "error: invalid value for 'train.epochs'"),
+    ],
+)
+def test_every_failure_is_one_error_line(args: list[str], first: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    done = subprocess.run([sys.executable, "-m", "hardneg.cli", *args], cwd=tmp_path, env=cli_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith(first), done.stderr
+    assert all(not line.startswith(("Error", "╭", "Traceback")) for line in lines), done.stderr
+
+
+@pytest.mark.parametrize("override", ["train.epochs=true", "model.width=false", "train.lr=true",
+                                      "eval.knn_k=true"])
+def test_a_boolean_is_not_a_number(override: str) -> None:
+    with pytest.raises(ConfigError, match=r"must be a number, not a boolean"):
+        load_config("digits", [override])
+
+
+def test_booleans_still_set_boolean_keys() -> None:
+    assert load_config("digits", ["eval.figures=false"]).eval.figures is False
+
+
+def test_a_run_is_named_after_the_data_an_override_chose() -> None:
+    tu = load_config("graphs", ["data.dataset=tu", "data.name=MUTAG", "data.root=/data/TU"])
+    assert tu.name == "graphs-tu-MUTAG"
+    assert load_config("fashion_mnist", ["data.dataset=mnist"]).name == "fashion_mnist-mnist"
+    named = load_config("graphs", ["data.dataset=tu", "data.name=MUTAG", "data.root=/d", "name=mine"])
+    assert named.name == "mine"
+    assert load_config("graphs", []).name == "graphs"
+
+
+def test_mnist_has_a_config_of_its_own() -> None:
+    assert "mnist" in packaged_config_names()
+    cfg = load_config("mnist", [])
+    assert (cfg.name, cfg.data.dataset) == ("mnist", "mnist")
+
+
+def test_a_sinkhorn_that_does_not_converge_warns_once_per_setting() -> None:
+    from hardneg import ContrastiveLoss
+    from hardneg.negatives import OptimalTransport
+
+    loss = ContrastiveLoss(negatives=OptimalTransport(epsilon=0.05, max_iter=1), temperature=0.5)
+    g = torch.Generator().manual_seed(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's default: a repeated text at one place shows once
+        for _ in range(5):
+            loss(torch.randn(32, 8, generator=g), torch.randn(32, 8, generator=g))
+    ot = [w for w in caught if "Sinkhorn stopped" in str(w.message)]
+    assert len(ot) == 1
