@@ -205,7 +205,7 @@ def test_bad_encoders_and_settings_are_refused() -> None:
         SentEvalEvaluator(c_grid=(1.0, -1.0))
     with pytest.raises(ValueError, match="threads must be an int >= 1"):
         SentEvalEvaluator(threads=0)
-    with pytest.raises(TypeError, match="BinaryTask, SplitTask or PairTask"):
+    with pytest.raises(TypeError, match="BinaryTask, PoolTask, SplitTask or PairTask"):
         _fast().evaluate("MR", lambda s: s)  # type: ignore[arg-type]
     assert SentEvalEvaluator().c_grid is None  # SentEval's grid of each task:
     assert DEFAULT_C_GRID == (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)

@@ -154,16 +154,32 @@ def evaluate(run: Annotated[Path, typer.Argument(help="run folder written by `ha
              checkpoint: Annotated[Path | None, typer.Option(help="checkpoint (default: last.ckpt)")] = None,
              figures: Annotated[bool, typer.Option("--figures/--no-figures", help="write figures")] = True,
              senteval: Annotated[Path | None, typer.Option(
-                 help="sentence runs: a folder of SentEval tasks (MR, CR, SUBJ, ... layouts)")] = None,
+                 help="sentence runs: a folder of SentEval tasks (MR, CR, SUBJ, ... layouts, or your "
+                      "own: NAME/data.tsv or NAME/train.tsv + test.tsv of label<TAB>sentence lines)")] = None,
+             tasks: Annotated[str | None, typer.Option(
+                 help="with --senteval: comma-separated tasks (default: every task in the folder)")] = None,
              ) -> None:
-    """Evaluate a saved run (linear / kNN / mean classifier / k-wise, or SentEval) from its checkpoint."""
+    """Evaluate a saved run (linear / kNN / mean classifier / k-wise, or SentEval) from its checkpoint.
+
+    With ``--senteval DIR`` the result is added to the run's ``metrics.json`` (``evaluations``),
+    beside the run's own results, never over them.
+    """
     _quiet_lightning()
     from hardneg.pipeline.experiment import evaluate_run
 
     try:
-        if senteval is not None and not senteval.is_dir():
-            raise ValueError(f"--senteval must be a folder of SentEval tasks, got '{senteval}'")
-        overrides = {"eval.senteval": str(senteval)} if senteval is not None else None
+        overrides = None
+        if senteval is not None:
+            from hardneg.senteval.readers import find_tasks
+
+            if not senteval.is_dir():
+                raise ValueError(f"--senteval must be a folder of SentEval tasks, got '{senteval}'")
+            names = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else find_tasks(senteval)
+            if not names:
+                raise ValueError(f"--senteval '{senteval}' holds no task (see docs/senteval.md)")
+            overrides = {"eval.senteval": str(senteval), "eval.senteval_tasks": names}
+        elif tasks is not None:
+            raise ValueError("--tasks needs --senteval DIR")
         result = evaluate_run(run, checkpoint=checkpoint, figures_on=figures, overrides=overrides)
     except _USER_ERRORS as err:
         raise _fail(err) from None

@@ -345,12 +345,12 @@ def _check_senteval(folder: str | None, tasks: list[str] | None) -> None:
     ``prepare`` import no scikit-learn); the files are read by :func:`_check_senteval_tasks`.
     """
     from hardneg.senteval.prepare import PREPARABLE_TASKS
-    from hardneg.senteval.readers import canonical_task_name
+    from hardneg.senteval.readers import resolve_task_name
 
     names: list[str] = []
     for task in tasks or []:
         try:
-            names.append(canonical_task_name(task))
+            names.append(resolve_task_name(task, folder if folder and Path(folder).is_dir() else None))
         except ValueError as err:
             raise ConfigError(f"invalid value for 'eval.senteval_tasks': {err}") from None
     if folder is None:
@@ -369,8 +369,8 @@ def _check_senteval(folder: str | None, tasks: list[str] | None) -> None:
 def _check_senteval_folder(folder: str, names: list[str], tasks: list[str] | None) -> None:
     """``eval.senteval`` is a folder holding every file of the tasks named (``names``), or of at
     least one task when none is named."""
-    from hardneg.senteval.readers import missing_task_files, task_present
-    from hardneg.senteval.tasks import LAYOUTS, TASK_NAMES
+    from hardneg.senteval.readers import find_tasks, missing_task_files, task_files, task_present
+    from hardneg.senteval.tasks import TASK_NAMES
 
     if not Path(folder).is_dir():
         raise ConfigError(
@@ -387,17 +387,19 @@ def _check_senteval_folder(folder: str, names: list[str], tasks: list[str] | Non
             f"invalid value for 'eval.senteval_tasks': no files of {absent} in eval.senteval={folder!r}, "
             f"got {tasks!r}"
         )
-    present = names or [n for n in TASK_NAMES if task_present(n, folder)]
+    present = names or find_tasks(folder)
     if not present:
         raise ConfigError(
             "invalid value for 'eval.senteval': must hold the files of a SentEval task "
-            f"({', '.join(TASK_NAMES)}; see docs/senteval.md), found none in {folder!r}"
+            f"({', '.join(TASK_NAMES)}, or a custom task folder; see docs/senteval.md), found none in "
+            f"{folder!r}"
         )
     for name in present:
         lacking = missing_task_files(name, folder)
         if lacking:
+            layout = ", ".join(p.name for p in task_files(name, folder))
             raise ConfigError(
-                f"invalid value for 'eval.senteval': task {name} needs {', '.join(LAYOUTS[name])}, "
+                f"invalid value for 'eval.senteval': task {name} needs {layout}, "
                 f"{lacking[0]} is missing; got {folder!r}"
             )
 
@@ -427,12 +429,10 @@ def _check_senteval_tasks(cfg: RunConfig) -> None:
     if folder is None:
         return
     from hardneg.senteval.errors import TooFewExamplesError
-    from hardneg.senteval.readers import canonical_task_name, read_task, task_present
-    from hardneg.senteval.tasks import TASK_NAMES
+    from hardneg.senteval.readers import find_tasks, read_task, resolve_task_name
 
     wanted = cfg.eval.senteval_tasks
-    names = [canonical_task_name(t) for t in wanted] if wanted else [
-        n for n in TASK_NAMES if task_present(n, folder)]
+    names = [resolve_task_name(t, folder) for t in wanted] if wanted else find_tasks(folder)
     evaluator = _senteval_evaluator(cfg)
     for name in names:
         try:

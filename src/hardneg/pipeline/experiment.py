@@ -73,7 +73,7 @@ def _keys(section: Any, prefix: str) -> list[str]:
         value = getattr(section, key)
         if value is None or isinstance(value, bool):
             continue
-        if hasattr(value, "model_fields"):
+        if hasattr(type(value), "model_fields"):
             out += _keys(value, f"{prefix}.{key}")
         elif isinstance(value, int | float | str):
             out.append(f"{prefix}.{key}={value}")
@@ -303,7 +303,10 @@ def evaluate_run(
     """Re-evaluate a saved run from its checkpoint and config.
 
     ``overrides`` changes evaluation settings of the saved config (dotted ``eval.*`` keys, e.g.
-    ``{"eval.senteval": "path/to/senteval"}``).
+    ``{"eval.senteval": "path/to/senteval", "eval.senteval_tasks": ["MR", "spam"]}``); such an
+    evaluation is another one than the run's own, so it is written *beside* the run's results —
+    appended to the ``evaluations`` list of ``metrics.json`` with its settings and checkpoint —
+    never over them. Without overrides the run's own evaluation is recomputed and rewritten.
 
     The default checkpoint is the run's newest intact one (``last.ckpt`` unless it is damaged;
     see :func:`hardneg.pipeline.checkpoints.newest_intact_checkpoint`). A damaged or foreign
@@ -334,9 +337,22 @@ def evaluate_run(
             if found is None:
                 raise FileNotFoundError(f"no intact checkpoint in '{run / 'checkpoints'}'")
             ckpt, state = found
-        cfg = load_config(cfg_path, {"eval.figures": bool(figures_on), **extra})
+        cfg = load_config(cfg_path, {"eval.figures": bool(figures_on) and not extra, **extra})
         with thread_limits(cfg.train.threads):
-            return _evaluate_saved(cfg, run, ckpt, state, write=write)
+            result = _evaluate_saved(cfg, run, ckpt, state, write=write and not extra)
+        if write and extra:
+            _append_evaluation(run, extra, ckpt, result.eval)
+        return result
+
+
+def _append_evaluation(run: Path, overrides: dict[str, Any], ckpt: Path, metrics: dict[str, float]) -> None:
+    """Add one evaluation with other settings to ``metrics.json``'s ``evaluations`` list (atomically)."""
+    path = run / "metrics.json"
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    data.setdefault("evaluations", []).append(
+        {"overrides": overrides, "checkpoint": str(ckpt), "eval": metrics}
+    )
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
 
 
 def _resume_notice(folder: Path, found: tuple[Path, dict[str, Any]] | None) -> str:

@@ -52,8 +52,8 @@ from hardneg.data.folds import nested_cv_problem
 from hardneg.evaluate import LinearReadout, cross_validated_readouts
 from hardneg.evaluate._arrays import as_features
 from hardneg.senteval.errors import SentEvalFormatError, TooFewExamplesError
-from hardneg.senteval.readers import canonical_task_name, read_task, task_files, task_present
-from hardneg.senteval.tasks import TASK_NAMES, BinaryTask, PairTask, SplitTask, Task
+from hardneg.senteval.readers import find_tasks, read_task, resolve_task_name, task_files
+from hardneg.senteval.tasks import TASK_NAMES, BinaryTask, PairTask, PoolTask, SplitTask, Task
 
 __all__ = [
     "DEFAULT_C_GRID",
@@ -190,7 +190,7 @@ class SentEvalEvaluator:
         (a :class:`TooFewExamplesError`, whose ``count`` and ``needed`` say by how much).
         """
         files = task_files(task.name, folder)
-        if isinstance(task, BinaryTask):  # label 1 is the first file of the layout, label 0 the second
+        if isinstance(task, BinaryTask | PoolTask):  # standard: label 1 = the layout's first file
             labels, item, folds, inner = task.labels, "sentence", self.folds, self.inner_folds
             file_of = {1: files[0], 0: files[-1]}
         else:
@@ -214,15 +214,17 @@ class SentEvalEvaluator:
 
     def evaluate(self, task: Task, encode: Encoder) -> TaskResult:
         """Encode ``task``'s sentences with ``encode`` and score them by the task's protocol."""
-        if isinstance(task, BinaryTask):
+        if isinstance(task, BinaryTask | PoolTask):
             return self.evaluate_binary(task, encode)
         if isinstance(task, SplitTask):
             return self.evaluate_split(task, encode)
         if isinstance(task, PairTask):
             return self.evaluate_pairs(task, encode)
-        raise TypeError(f"task must be a BinaryTask, SplitTask or PairTask, got {type(task).__name__}")
+        raise TypeError(
+            f"task must be a BinaryTask, PoolTask, SplitTask or PairTask, got {type(task).__name__}"
+        )
 
-    def evaluate_binary(self, task: BinaryTask, encode: Encoder) -> TaskResult:
+    def evaluate_binary(self, task: BinaryTask | PoolTask, encode: Encoder) -> TaskResult:
         """Nested stratified cross-validation (``folds`` outer, ``inner_folds`` inner for ``C``)."""
         features = _encode(encode, task.sentences, task.name)
         with self._limits():
@@ -320,13 +322,15 @@ def evaluate_folder(folder: str | os.PathLike[str], encode: Encoder, *, tasks: I
     if not root.is_dir():
         raise ValueError(f"no such folder: {root}")
     if tasks is None:
-        names = [name for name in TASK_NAMES if task_present(name, root)]
+        names = find_tasks(root)
         if not names:
-            raise ValueError(f"{root} holds no SentEval task files ({', '.join(TASK_NAMES)})")
+            raise ValueError(f"{root} holds no SentEval task files ({', '.join(TASK_NAMES)}, or a "
+                             "custom task folder; see hardneg.senteval.custom)")
     else:
         items = tasks.split(",") if isinstance(tasks, str) else list(tasks)
-        wanted = {canonical_task_name(t) for t in items if t.strip()}
-        names = [name for name in TASK_NAMES if name in wanted]
+        wanted = {resolve_task_name(t, root) for t in items if t.strip()}
+        names = [name for name in find_tasks(root) if name in wanted]
+        names += sorted(wanted - set(names))  # named but absent: read_task names the missing file
         if not names:
             raise ValueError("tasks is empty")
     evaluator = evaluator if evaluator is not None else SentEvalEvaluator()

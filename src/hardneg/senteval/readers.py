@@ -66,13 +66,16 @@ from hardneg.senteval.tasks import (
 __all__ = [
     "MSRP_HEADER",
     "canonical_task_name",
+    "find_tasks",
     "missing_task_files",
     "parse_trec_line",
+    "raw_lines",
     "read_binary_task",
     "read_lines",
     "read_msrp",
     "read_task",
     "read_trec",
+    "resolve_task_name",
     "task_files",
     "task_folder",
     "task_present",
@@ -104,7 +107,12 @@ def task_folder(name: str, folder: str | os.PathLike[str]) -> Path:
 
 
 def task_files(name: str, folder: str | os.PathLike[str]) -> tuple[Path, ...]:
-    """The files of ``name``'s layout, in :data:`LAYOUTS` order, where :func:`read_task` looks for them."""
+    """The files of ``name``'s layout, in :data:`LAYOUTS` order, where :func:`read_task` looks for them
+    (a custom task's: ``data.tsv``, or ``train.tsv`` and ``test.tsv``)."""
+    from hardneg.senteval.custom import custom_files
+
+    if name not in TASK_NAMES and custom_files(name, folder):
+        return custom_files(name, folder)
     name = canonical_task_name(name)
     where = task_folder(name, folder)
     return tuple(where / file for file in LAYOUTS[name])
@@ -117,6 +125,10 @@ def missing_task_files(name: str, folder: str | os.PathLike[str]) -> list[Path]:
 
 def task_present(name: str, folder: str | os.PathLike[str]) -> bool:
     """Whether any file of ``name``'s layout exists (in ``folder`` or its task sub-folder)."""
+    from hardneg.senteval.custom import is_custom_task
+
+    if name not in TASK_NAMES and is_custom_task(name, folder):
+        return True
     name = canonical_task_name(name)
     where = task_folder(name, folder)
     return any((where / file).exists() for file in LAYOUTS[name])
@@ -139,7 +151,7 @@ def _decode(raw: bytes, path: Path, encoding: str | None) -> str:
         raise ValueError(f"unknown encoding {encoding!r}") from None
 
 
-def _raw_lines(path: Path, *, task: str, encoding: str | None) -> Iterator[tuple[int, str]]:
+def raw_lines(path: Path, *, task: str, encoding: str | None) -> Iterator[tuple[int, str]]:
     """``(1-based line number, line without its line break)`` of every non-blank line."""
     if not path.is_file():
         if path.exists():
@@ -176,7 +188,7 @@ def read_lines(path: str | os.PathLike[str], *, task: str = "SentEval",
         ...     read_lines(p)
         ['a fine film .', 'café culture .']
     """
-    return [" ".join(line.split()) for _, line in _raw_lines(Path(path), task=task, encoding=encoding)]
+    return [" ".join(line.split()) for _, line in raw_lines(Path(path), task=task, encoding=encoding)]
 
 
 def read_binary_task(name: str, folder: str | os.PathLike[str], *, encoding: str | None = None) -> BinaryTask:
@@ -230,7 +242,7 @@ def parse_trec_line(line: str, *, path: str | os.PathLike[str] = "TREC", line_nu
 
 def _read_trec_file(path: Path, *, encoding: str | None) -> tuple[list[str], list[int]]:
     sentences, labels = [], []
-    for number, line in _raw_lines(path, task="TREC", encoding=encoding):
+    for number, line in raw_lines(path, task="TREC", encoding=encoding):
         coarse, _, question = parse_trec_line(line, path=path, line_number=number)
         sentences.append(question)
         labels.append(TREC_CLASSES.index(coarse))
@@ -254,7 +266,7 @@ def read_trec(folder: str | os.PathLike[str], *, encoding: str | None = None) ->
 
 def _read_msrp_file(path: Path, *, encoding: str | None) -> tuple[list[str], list[str], list[int]]:
     first_a, second_b, labels = [], [], []
-    lines = _raw_lines(path, task="MSRP", encoding=encoding)
+    lines = raw_lines(path, task="MSRP", encoding=encoding)
     number, header = next(lines)
     fields = tuple(f.strip() for f in header.removeprefix("\N{LATIN SMALL LETTER I WITH DIAERESIS}\xbb\xbf")
                    .split("\t"))  # a UTF-8 byte-order mark read as latin-1
@@ -296,6 +308,30 @@ def read_msrp(folder: str | os.PathLike[str], *, encoding: str | None = None) ->
                     test_labels=np.asarray(test_y, np.int64), classes=MSRP_CLASSES)
 
 
+def resolve_task_name(name: str, folder: str | os.PathLike[str] | None) -> str:
+    """A standard task's canonical name, or ``name`` itself when ``folder/name`` holds a custom task
+    (:mod:`hardneg.senteval.custom`); ``ValueError`` naming both kinds otherwise."""
+    from hardneg.senteval.custom import POOL_FILE, SPLIT_FILES, is_custom_task
+
+    try:
+        return canonical_task_name(name)
+    except ValueError:
+        if folder is not None and isinstance(name, str) and is_custom_task(name.strip(), folder):
+            return name.strip()
+        where = f"{folder}/{name}/" if folder is not None else f"<eval.senteval>/{name}/"
+        raise ValueError(
+            f"unknown SentEval task {name!r}: expected one of {', '.join(TASK_NAMES)}, or a folder "
+            f"{where} holding {POOL_FILE} (or {' and '.join(SPLIT_FILES)}) of 'label<TAB>sentence' lines"
+        ) from None
+
+
+def find_tasks(folder: str | os.PathLike[str]) -> list[str]:
+    """Every task of ``folder``: the standard ones present (SentEval's order), then the custom ones."""
+    from hardneg.senteval.custom import custom_tasks
+
+    return [n for n in TASK_NAMES if task_present(n, folder)] + custom_tasks(folder)
+
+
 def read_task(name: str, folder: str | os.PathLike[str], *, encoding: str | None = None) -> Task:
     """Read SentEval task ``name`` (``MR``, ``CR``, ``SUBJ``, ``MPQA``, ``TREC``, ``MSRP``) from ``folder``.
 
@@ -303,7 +339,11 @@ def read_task(name: str, folder: str | os.PathLike[str], *, encoding: str | None
     sub-folder (see :func:`task_folder`). Returns a :class:`BinaryTask` (MR, CR, SUBJ, MPQA), a
     :class:`SplitTask` (TREC) or a :class:`PairTask` (MSRP).
     """
-    name = canonical_task_name(name)
+    name = resolve_task_name(name, folder)
+    if name not in TASK_NAMES:
+        from hardneg.senteval.custom import read_custom_task
+
+        return read_custom_task(name, folder, encoding=encoding)
     if name == "TREC":
         return read_trec(folder, encoding=encoding)
     if name == "MSRP":

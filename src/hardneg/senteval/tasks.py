@@ -35,6 +35,7 @@ __all__ = [
     "TREC_CLASSES",
     "BinaryTask",
     "PairTask",
+    "PoolTask",
     "SplitTask",
     "Task",
 ]
@@ -205,4 +206,39 @@ class PairTask:
                 f"test {len(self.test_a)} pairs ({_counts(self.test_labels, self.classes)})")
 
 
-Task = BinaryTask | SplitTask | PairTask
+@dataclass(frozen=True, eq=False)
+class PoolTask:
+    """A pool of sentences with one of several classes, scored by cross-validation like the binary
+    tasks: a user's own task (``<NAME>/data.tsv``; see :mod:`hardneg.senteval.custom`).
+
+    Attributes:
+        name: the task name (its folder's name).
+        sentences: the sentences.
+        labels: ``(N,)`` read-only int64 array of indices into ``classes``.
+        classes: the class names (at least 2).
+    """
+
+    name: str
+    sentences: Sequence[str]
+    labels: np.ndarray
+    classes: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        classes = tuple(self.classes)
+        if len(classes) < 2:
+            raise ValueError(f"{self.name}: a task has at least 2 class names, got {classes!r}")
+        sentences = _sentences(self.sentences, what=self.name)
+        object.__setattr__(self, "classes", classes)
+        object.__setattr__(self, "sentences", sentences)
+        object.__setattr__(self, "labels", _labels(self.labels, n=len(sentences), classes=classes,
+                                                  what=self.name))
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def summary(self) -> str:
+        """One line: the task, its size and the count of each class."""
+        return f"{self.name}: {len(self)} sentences ({_counts(self.labels, self.classes)})"
+
+
+Task = BinaryTask | SplitTask | PairTask | PoolTask
