@@ -16,7 +16,8 @@ from hardneg.senteval.errors import SentEvalFormatError
 from hardneg.senteval.readers import find_tasks, read_task, resolve_task_name
 from hardneg.senteval.tasks import BinaryTask, PoolTask, SplitTask
 
-WORDS = {"ham": "hello friend meeting lunch", "spam": "win prize money click", "news": "vote city rain report"}
+WORDS = {"ham": "hello friend meeting lunch", "spam": "win prize money click",
+         "news": "vote city rain report"}
 
 
 def _lines(classes: list[str], per_class: int, seed: int = 0) -> str:
@@ -68,8 +69,9 @@ def test_evaluate_senteval_adds_the_folder_s_tasks_beside_the_run_s_results(tmp_
 
     corpus = _corpus(tmp_path / "corpus.txt")
     run = tmp_path / "run"
+    mr = _senteval(tmp_path / "mr")
     trained = CliRunner().invoke(app, ["train", "sentences", *TINY, f"data.root={corpus}",
-                                       f"eval.senteval={_senteval(tmp_path / 'mr')}", "--out", str(run), "-q"])
+                                       f"eval.senteval={mr}", "--out", str(run), "-q"])
     assert trained.exit_code == 0, trained.output
     own = json.loads((run / "metrics.json").read_text())["eval"]
     assert set(own) == {"mr_acc"}
