@@ -71,3 +71,30 @@ def test_a_sinkhorn_that_does_not_converge_warns_once_per_setting() -> None:
             loss(torch.randn(32, 8, generator=g), torch.randn(32, 8, generator=g))
     ot = [w for w in caught if "Sinkhorn stopped" in str(w.message)]
     assert len(ot) == 1
+
+
+def test_an_encoder_another_modality_takes_is_refused_naming_this_modality_s() -> None:
+    with pytest.raises(ConfigError, match=r"'model.encoder': .*\(graphs\) takes one of \['gin'\], got 'gru'"):
+        load_config("graphs", ["model.encoder=gru"])
+
+
+def test_compare_lists_what_it_wrote_and_each_run_s_evaluation_time(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from hardneg.cli import app
+    from tests.graphs.test_pipeline import TINY
+
+    out = tmp_path / "cmp"
+    result = CliRunner().invoke(app, [
+        "compare", "graphs_compare", *TINY, "train.epochs=1", "data.graphs.num_graphs=30",
+        "compare.seeds=[0]",
+        "compare.strategies=[{name: infograph, overrides: {}}, {name: hard, overrides: "
+        "{loss.negatives: {name: hard, beta: 2.0}}}]", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    runs = [line for line in result.output.splitlines() if line.startswith("[")]
+    assert len(runs) == 2 and all(": fit " in line and ", evaluate " in line for line in runs), runs
+    listed = next(line for line in result.output.splitlines() if line.startswith("results:"))
+    assert "figures" not in listed and "summary.md" in listed  # eval.figures=false: no figure written
+    assert not (out / "figures").exists()
+    assert "# Compare `graphs_compare` on graphs" in (out / "summary.md").read_text()

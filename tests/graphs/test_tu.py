@@ -247,7 +247,8 @@ def test_graph_without_edges_is_valid_and_trains(tmp_path: Path) -> None:
     from hardneg.seeding import step_generator
 
     _write(tmp_path, "TOY", edges=[(1, 2), (2, 3)])  # graphs 2 and 3 have no edges
-    cfg = load_config("graphs", ["data.dataset=tu", f"data.root={tmp_path}", "data.name=TOY"])
+    cfg = load_config("graphs", ["data.dataset=tu", f"data.root={tmp_path}", "data.name=TOY",
+                                 "eval.svm=false", "eval.logistic=false"])  # 3 graphs: no readout folds
     graphs = get_modality("graphs")
     data, _ = graphs.load(cfg)
     assert data.graphs[1].edge_index.shape == (2, 0)
@@ -291,3 +292,16 @@ def test_the_config_can_leave_node_attributes_out(tmp_path: Path) -> None:
     with_attr = load_graph_dataset(load_config("graphs", tu))
     without = load_graph_dataset(load_config("graphs", [*tu, "data.graphs.node_attributes=false"]))
     assert (with_attr.num_features, without.num_features) == (5, 3)
+
+
+def test_a_class_smaller_than_the_readout_folds_is_refused_before_training(tmp_path: Path) -> None:
+    from hardneg.config.errors import ConfigError
+    from hardneg.modalities import get_modality
+    from hardneg.pipeline.config import load_config
+
+    _write(tmp_path, "TOY")  # 3 graphs: classes of 1 and 2 graphs
+    cfg = load_config("graphs", ["data.dataset=tu", f"data.root={tmp_path}", "data.name=TOY",
+                                 "train.batch_size=2"])
+    expected = r"invalid value for 'eval.cv_folds': .*TOY.*fewer than the 10 folds; got 10"
+    with pytest.raises(ConfigError, match=expected):
+        get_modality("graphs").load(cfg)

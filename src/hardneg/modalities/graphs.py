@@ -134,11 +134,16 @@ def _graphs_source(cfg: RunConfig) -> str:
     return f"data.dataset='graphs' (data.graphs.num_graphs={d.graphs.num_graphs})"
 
 
-def _check_graphs(cfg: RunConfig, data: GraphDataset) -> None:
-    """Before training: two classes for the cross-validated readouts, and one full batch.
+_INNER_FOLDS = 5  # the inner search for C (InfoGraph's protocol; checked before training)
 
-    With ``eval.svm`` or ``eval.logistic`` the labels must hold two classes; with
-    ``train.drop_last`` a batch must fit in the data set.
+
+def _check_graphs(cfg: RunConfig, data: GraphDataset) -> None:
+    """Before training: two classes for the cross-validated readouts, enough examples of each for
+    its folds, and one full batch.
+
+    With ``eval.svm`` or ``eval.logistic`` the labels must hold two classes, each with examples in
+    every outer fold (``eval.cv_folds``) and inner fold; with ``train.drop_last`` a batch must fit
+    in the data set.
     """
     import numpy as np
 
@@ -149,6 +154,16 @@ def _check_graphs(cfg: RunConfig, data: GraphDataset) -> None:
             f"{_graphs_source(cfg)}: every graph is of class {only!r}; the evaluation's readouts "
             "(eval.svm / eval.logistic) need at least 2 classes"
         )
+    if cfg.eval.svm or cfg.eval.logistic:
+        from hardneg.data.folds import nested_cv_problem
+
+        problem = nested_cv_problem(labels, folds=cfg.eval.cv_folds, inner_folds=_INNER_FOLDS, seed=cfg.seed,
+                                    class_names=list(data.class_names))
+        if problem is not None:
+            raise ConfigError(
+                f"invalid value for 'eval.cv_folds': the cross-validated readouts need examples of every "
+                f"class in every fold; in {_graphs_source(cfg)}, {problem}; got {cfg.eval.cv_folds}"
+            )
     b = cfg.train.batch_size
     if cfg.train.drop_last and len(data) < b:
         raise ConfigError(
@@ -323,7 +338,8 @@ class Graphs(Modality):
             raise FloatingPointError("NaN/Inf graph embeddings after training")
         readouts = [name for name, on in (("svm", cfg.eval.svm), ("logistic", cfg.eval.logistic)) if on]
         scores = cross_validated_readouts(
-            emb, test.labels, readouts=readouts, folds=cfg.eval.cv_folds, seed=cfg.seed
+            emb, test.labels, readouts=readouts, folds=cfg.eval.cv_folds, inner_folds=_INNER_FOLDS,
+            seed=cfg.seed,
         )
         metrics: dict[str, float] = {}
         for readout, cv in scores.items():
