@@ -136,3 +136,35 @@ def test_an_interrupted_reproduction_writes_a_partial_report_then_resumes(
     assert again.exit_code == 0, again.output
     md = (out / "small" / "claims.md").read_text()
     assert "Partial" not in md and "| collision-free-helps | interrupted |" not in md
+
+
+def test_a_changed_claim_config_or_code_is_never_reused(
+    tmp_path: Path, tiny_latent: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a change of a claim's config (or of the code), reproduce trains again: no stale number."""
+    import json
+
+    import yaml
+
+    from hardneg.pipeline import provenance
+
+    out = tmp_path / "rep"
+    run_reproduce(budget="small", out=out, only=["collision-free-helps"], echo=lambda _: None)
+    runs = sorted((out / "small" / "latent").glob("*/seed*/metrics.json"))
+    recorded = json.loads((runs[0].parent / "provenance.json").read_text())
+    assert set(recorded) == {"config_sha256", "hardneg_version", "source_sha256"}
+
+    exp = claims_module.EXPERIMENTS["latent"]
+    budget = {**exp.budgets["small"], "data.latent.noise_std": 3.0}  # the claim's setting changes
+    monkeypatch.setitem(claims_module.EXPERIMENTS, "latent", replace(exp, budgets={"small": budget}))
+    stamps = [p.stat().st_mtime_ns for p in runs]
+    run_reproduce(budget="small", out=out, only=["collision-free-helps"], echo=lambda _: None)
+    assert all(p.stat().st_mtime_ns != s for p, s in zip(runs, stamps))  # every run trained again
+    saved = yaml.safe_load((runs[0].parent / "config.yaml").read_text())
+    assert saved["data"]["latent"]["noise_std"] == 3.0
+
+    stamps = [p.stat().st_mtime_ns for p in runs]
+    monkeypatch.setattr(provenance, "source_digest", lambda: "0" * 64)  # the code changes
+    run_reproduce(budget="small", out=out, only=["collision-free-helps"], echo=lambda _: None)
+    assert all(p.stat().st_mtime_ns != s for p, s in zip(runs, stamps))
+    assert json.loads((runs[0].parent / "provenance.json").read_text())["source_sha256"] == "0" * 64

@@ -37,6 +37,7 @@ from hardneg.pipeline.data import ContrastiveDataModule
 from hardneg.pipeline.engine import build_trainer
 from hardneg.pipeline.evaluation import EvalResult, evaluate_encoder
 from hardneg.pipeline.module import ContrastiveModule
+from hardneg.pipeline.provenance import PROVENANCE_FILE, provenance
 from hardneg.pipeline.resources import check_memory, stage
 from hardneg.pipeline.run_folder import (
     RunExists,
@@ -126,7 +127,9 @@ def train_run(
             return _train_run(cfg, run, resume=resume, quiet=quiet)
     with run_lock(run):  # one writer per run folder, taken before anything is written or deleted
         cfg = prepare_run_dir(cfg, run, resume=resume, force=force)
-        atomic_write_text(run / "config.yaml", dump_yaml(cfg))
+        text = dump_yaml(cfg)
+        atomic_write_text(run / "config.yaml", text)
+        atomic_write_text(run / PROVENANCE_FILE, json.dumps(provenance(text), indent=2))
         with thread_limits(cfg.train.threads):
             return _train_run(cfg, run, resume=resume, quiet=quiet)
 

@@ -3,6 +3,7 @@
 A run folder holds::
 
     config.yaml            the resolved config (what --resume and `hardneg evaluate` read)
+    provenance.json        hash of the config, package version and hash of the code that ran
     metrics.json           per-epoch history, evaluation, online kNN curve, timing
     metrics.csv            per-epoch history (loss and loss diagnostics, β)
     eval.csv               evaluation metrics (linear / kNN / mean classifier / k-wise)
@@ -148,18 +149,22 @@ def _check_resume_config(saved: RunConfig, new: RunConfig) -> None:
 
 def changed_keys(run_dir: str | Path, cfg: RunConfig) -> list[str]:
     """The keys in which ``cfg`` differs from the config a run folder recorded (``[]`` when the folder
-    has no config): what makes a finished run's metrics stale for ``cfg``.
+    has no config), and the code that changed since (version, source hash: see
+    :mod:`hardneg.pipeline.provenance`): what makes a finished run's metrics stale for ``cfg``.
 
     Every key counts (evaluation settings too) except ``train.progress``, ``out_dir`` and a
     ``train.threads`` left unset in ``cfg`` (the run recorded the one it resolved).
     """
+    from hardneg.pipeline.provenance import stale_provenance
+
     saved_path = Path(run_dir) / "config.yaml"
     if not saved_path.is_file():
         return []
     a, b = _flatten(config_to_dict(load_config(saved_path))), _flatten(config_to_dict(cfg))
     free = {"train.progress", "out_dir"} | ({"train.threads"} if cfg.train.threads is None else set())
-    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
+    keys = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
             if a.get(k) != b.get(k) and k not in free]
+    return keys + stale_provenance(run_dir)
 
 
 def _check_resume_threads(saved: RunConfig, new: RunConfig) -> None:
