@@ -199,7 +199,7 @@ class ClaimResult:
 
 
 def spread_is_zero(mean: float, std: float) -> bool:
-    """Whether a sample std ``std`` is zero up to rounding: ``std ≤ ZERO_SPREAD_ATOL + ZERO_SPREAD_RTOL |mean|``.
+    """Whether a sample std is zero up to rounding: ``std ≤ ZERO_SPREAD_ATOL + ZERO_SPREAD_RTOL |mean|``.
 
     >>> spread_is_zero(0.1, 5.6e-17), spread_is_zero(0.1, 1e-4)
     (True, False)
