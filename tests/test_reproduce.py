@@ -11,45 +11,124 @@ import pytest
 from typer.testing import CliRunner
 
 from hardneg.cli import app
-from hardneg.pipeline.config import load_config
-from hardneg.pipeline.paired import PairedDifference
-from hardneg.reproduce import CLAIMS, EXPERIMENTS, NOT_RUN_HERE, verdict
+from hardneg.reproduce import CLAIMS, EXPERIMENTS
 from hardneg.reproduce import claims as claims_module
-from hardneg.reproduce.run import run_reproduce
+from hardneg.reproduce.run import command_for, experiment_config, judge_rows, run_reproduce
 
 
-@pytest.mark.parametrize(
-    ("diff", "expected"),
-    [
-        (PairedDifference(0.02, 0.01, 5, 5), "reproduced"),  # CI [0.0076, 0.0324]
-        (PairedDifference(-0.02, 0.01, 0, 5), "contradicted"),
-        (PairedDifference(0.02, 0.03, 3, 5), "not reproduced"),  # CI holds 0
-        (PairedDifference(0.05, 0.0, 1, 1), "not reproduced"),  # one seed: no interval
-    ],
-)
-def test_verdict_follows_the_confidence_interval(diff: PairedDifference, expected: str) -> None:
-    assert verdict(diff) == expected
-
-
-def test_every_claim_names_a_runnable_experiment_and_its_strategies() -> None:
-    ids = [c.id for c in CLAIMS] + [n.id for n in NOT_RUN_HERE]
+def test_every_claim_names_a_runnable_experiment_its_strategies_and_its_source() -> None:
+    ids = [c.id for c in CLAIMS]
     assert len(ids) == len(set(ids))
     for claim in CLAIMS:
         exp = EXPERIMENTS[claim.experiment]
         assert {claim.baseline, claim.contender} <= set(exp.strategies)
-        assert claim.source and claim.text.endswith(".")
+        assert claim.source and claim.quote and claim.text.endswith(".")
+        assert claim.metric in ("linear_top1", "mean_top1", "svm_cv")  # fixed in advance, the paper's
         for budget in claim.budgets:
             assert budget in exp.budgets, (claim.id, budget)
-            strategies = [{"name": n, "overrides": o} for n, o in exp.strategies.items()]
-            cfg = load_config(exp.config, {**exp.budgets[budget], "compare.strategies": strategies})
+            cfg = experiment_config(exp, budget)
             assert len(cfg.compare.seeds) >= 3  # a spread, and an interval
+            if exp.fallback is not None:  # the stand-in runs the same strategies
+                assert set(EXPERIMENTS[exp.fallback].strategies) >= {claim.baseline, claim.contender}
 
 
-def test_bad_budget_and_unknown_claims_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"--budget must be one of \['small', 'full'\], got 'huge'"):
-        run_reproduce(budget="huge", out=tmp_path)
-    with pytest.raises(ValueError, match=r"--only takes claim ids among .* got \['nope'\]"):
-        run_reproduce(budget="small", out=tmp_path, only=["nope"])
+def test_the_sides_of_a_comparison_share_their_objective_unless_the_claim_is_about_it() -> None:
+    for claim in CLAIMS:
+        sides = EXPERIMENTS[claim.experiment].strategies
+        same = sides[claim.baseline].get("loss.objective") == sides[claim.contender].get("loss.objective")
+        # HCL compares its whole method (hard negatives with debiasing) to SimCLR: that claim is about
+        # the objective too; every other comparison changes one thing
+        assert same or claim.baseline == "simclr", claim.id
+
+
+def test_parity_claims_are_tested_as_equivalence_with_a_margin() -> None:
+    kinds = {c.id: c.test.kind for c in CLAIMS}
+    assert kinds["ot-matches-hard"] == "equivalence" and kinds["hard-equals-simclr-cifar10"] == "equivalence"
+    assert all(c.test.margin is not None for c in CLAIMS if c.test.kind == "equivalence")
+
+
+def test_every_not_run_here_command_parses_and_its_config_validates(tmp_path: Path) -> None:
+    """``--budget paper`` with no data: each claim says what is missing and prints a command that runs."""
+    import shlex
+
+    import typer
+
+    result = CliRunner().invoke(app, ["reproduce", "--budget", "paper", "--out", str(tmp_path / "rep"), "-q"])
+    assert result.exit_code == 0, result.output
+    paper = [c for c in CLAIMS if "paper" in c.budgets]
+    for claim in paper:
+        command = command_for(claim, "paper", tmp_path / "rep")
+        assert command in result.output
+        argv = shlex.split(command.replace("=DIR", f"={tmp_path}"))
+        assert argv[:2] == ["hardneg", "reproduce"]
+        reproduce = typer.main.get_command(app).get_command(None, "reproduce")  # type: ignore[attr-defined]
+        ctx = reproduce.make_context("reproduce", argv[2:])  # parses, or raises a usage error
+        assert ctx.params["budget"] == "paper" and ctx.params["only"] == [claim.id]
+        exp = EXPERIMENTS[claim.experiment]
+        experiment_config(exp, "paper", data={exp.needs: str(tmp_path)} if exp.needs else None)  # validates
+    rows = list(csv.DictReader((tmp_path / "rep" / "paper" / "claims.csv").open()))
+    assert [r["verdict"] for r in rows] == ["not run here"] * len(paper)
+    assert all(r["setting"].startswith(("needs its data", "needs a GPU")) for r in rows)
+
+
+def _rows(**claims: dict) -> list[dict]:  # type: ignore[type-arg]
+    from hardneg.reproduce.run import _row
+
+    by = {c.id: c for c in CLAIMS}
+    return [_row(by[k], **v) for k, v in claims.items()]
+
+
+def test_a_report_from_synthetic_paired_results_covers_every_verdict() -> None:
+    """Each verdict checked against a value computed by hand (t statistics in the docstrings)."""
+    rows = _rows(**{
+        # mean 0.023, s = sqrt(22e-6), t = 10.96 on 4 df: one-sided p = 1.97e-4
+        "hard-beats-simclr": {"baseline_mean": 0.70},
+        # mean 0.0005, s = 0.00158: t = 0.71, p = 0.26; 95 % half-width 0.00196 < 0.019: not reproduced
+        "hard-beats-debiased": {"baseline_mean": 0.70},
+        # mean -0.023: contradicted
+        "debiasing-helps": {"baseline_mean": 0.70},
+        # TOST within ±0.01: mean 0.0005, s 0.00187, n 6: equivalent
+        "ot-matches-hard": {"baseline_mean": 0.70},
+        # zero spread: no verdict
+        "hard-helps-true-positives": {"baseline_mean": 0.70},
+        # mean 0.01, s 0.04, n 3: half-width 0.0994 > effect? (no effect stated): not reproduced
+        "collision-free-helps": {"baseline_mean": 0.70},
+        # a baseline at 99.8 % leaves 0.2 points < the paper's 0.5: at the ceiling
+        "hard-beats-infograph": {"baseline_mean": 0.998},
+    })
+    diffs = {
+        "hard-beats-simclr": [0.020, 0.025, 0.018, 0.022, 0.030],
+        "hard-beats-debiased": [0.002, -0.001, 0.001, 0.002, -0.0015],
+        "debiasing-helps": [-0.020, -0.025, -0.018, -0.022, -0.030],
+        "ot-matches-hard": [0.001, -0.002, 0.003, 0.0, 0.002, -0.001],
+        "hard-helps-true-positives": [0.01, 0.01, 0.01],
+        "collision-free-helps": [0.05, -0.03, 0.01],
+        "hard-beats-infograph": [0.004, -0.003, 0.001],
+    }
+    judge_rows(rows, diffs)
+    got = {r["claim"]: r["verdict"] for r in rows}
+    assert got == {
+        "hard-beats-simclr": "reproduced",
+        "hard-beats-debiased": "not reproduced",
+        "debiasing-helps": "contradicted",
+        "ot-matches-hard": "reproduced (equivalent within ±0.01)",
+        "hard-helps-true-positives": "no verdict (zero variance)",
+        "collision-free-helps": "not reproduced",
+        "hard-beats-infograph": "inconclusive (ceiling: the baseline's 99.8 % leaves 0.2 points, less than "
+                                "the paper's effect of 0.5)",
+    }
+    by = {r["claim"]: r for r in rows}
+    # hand-computed: t = 0.023 / sqrt(22e-6 / 5) = 10.9648; p = P(T_4 >= t)
+    from scipy.stats import t as student
+
+    p = float(student.sf(0.023 / math.sqrt(22e-6 / 5), 4))
+    assert by["hard-beats-simclr"]["p_value"] == pytest.approx(p, rel=1e-9)
+    # six hypotheses are tested (three claims x 2 ... ) : Holm's adjusted p is at least the raw one
+    assert by["hard-beats-simclr"]["p_holm"] >= p
+    # an inconclusive verdict when the half-width exceeds the paper's effect
+    wide = _rows(**{"hard-beats-debiased": {"baseline_mean": 0.70}})
+    judge_rows(wide, {"hard-beats-debiased": [0.05, -0.03, 0.01]})
+    assert wide[0]["verdict"].startswith("inconclusive at ±0.0994")
 
 
 @pytest.fixture
@@ -61,6 +140,7 @@ def tiny_latent(monkeypatch: pytest.MonkeyPatch) -> None:
         strategies={k: exp.strategies[k] for k in ("infonce", "collision-free")},
         budgets={"small": {"train.epochs": 1, "compare.seeds": [0, 1, 2], "compare.workers": 1,
                            "data.latent.train_size": 256, "data.latent.test_size": 128,
+                           "data.latent.noise_std": 4.0, "train.batch_size": 32,
                            "eval.kwise": [1], "eval.kwise_tasks": 20, "eval.figures": False,
                            "train.progress": False}},
     )
@@ -93,15 +173,35 @@ def test_tiny_reproduction_writes_the_report_and_resumes(tmp_path: Path, tiny_la
     assert again.rows[0]["diff_mean"] == pytest.approx(mean, abs=1e-12)
 
 
-def test_missing_data_gives_not_run_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    exp = replace(EXPERIMENTS["fashion_mnist"], budgets={"full": {
-        **EXPERIMENTS["fashion_mnist"].budgets["full"], "data.root": str(tmp_path / "absent")}})
-    monkeypatch.setitem(claims_module.EXPERIMENTS, "fashion_mnist", exp)
-    res = run_reproduce(
-        budget="full", out=tmp_path / "rep", only=["hard-beats-simclr-fmnist"], echo=lambda _: None
-    )
-    assert [r["verdict"] for r in res.rows] == ["not run here"]
-    assert "needs fashion_mnist" in res.rows[0]["setting"]
+def test_bad_budget_and_unknown_claims_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"--budget must be one of \['small', 'full', 'paper'\], got 'huge'"):
+        run_reproduce(budget="huge", out=tmp_path)
+    with pytest.raises(ValueError, match=r"--only takes claim ids of budget 'small' among .* got \['nope'\]"):
+        run_reproduce(budget="small", out=tmp_path, only=["nope"])
+
+
+def test_without_fashion_mnist_the_image_claims_run_on_digits_and_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from tests.pipeline.helpers import tiny
+
+    pairs = [o.split("=", 1) for o in tiny("eval.knn=false", "eval.figures=false")]
+    small = {**{k: yaml.safe_load(v) for k, v in pairs},
+             "compare.seeds": [0, 1, 2], "compare.workers": 1}
+    two = {k: EXPERIMENTS["digits"].strategies[k] for k in ("simclr", "hard")}
+    monkeypatch.setitem(claims_module.EXPERIMENTS, "digits",
+                        replace(EXPERIMENTS["digits"], strategies=two, budgets={"small": small}))
+    absent = {**EXPERIMENTS["fashion_mnist"].budgets["small"], "data.root": str(tmp_path / "absent")}
+    monkeypatch.setitem(claims_module.EXPERIMENTS, "fashion_mnist",
+                        replace(EXPERIMENTS["fashion_mnist"], budgets={"small": absent}))
+    res = run_reproduce(budget="small", out=tmp_path / "rep", only=["hard-beats-simclr"], echo=lambda _: None)
+    (row,) = res.rows
+    assert row["data"] == "digits (fallback: fashion_mnist not installed)"
+    assert "scikit-learn digits" in row["setting"] and row["seeds"] == 3
+    md = (res.root / "claims.md").read_text()
+    assert "| hard-beats-simclr | digits (fallback: fashion_mnist not installed) | linear_top1 |" in md
 
 
 def test_an_interrupted_reproduction_writes_a_partial_report_then_resumes(
@@ -129,13 +229,13 @@ def test_an_interrupted_reproduction_writes_a_partial_report_then_resumes(
     md = (out / "small" / "claims.md").read_text()
     assert md.startswith("# Reproduction report (budget: small)\n\n**Partial report**: "
                          "interrupted during `latent` (2 of 6 of its runs finished)")
-    assert "| collision-free-helps | interrupted |" in md
+    assert "| collision-free-helps | – | mean_top1 | – | not stated | – | interrupted |" in md
     assert f"hardneg reproduce --budget small --out {out}" in result.output
     monkeypatch.setattr(groups, "train_run", train)
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0, again.output
     md = (out / "small" / "claims.md").read_text()
-    assert "Partial" not in md and "| collision-free-helps | interrupted |" not in md
+    assert "Partial" not in md and "| interrupted |" not in md
 
 
 def test_a_changed_claim_config_or_code_is_never_reused(

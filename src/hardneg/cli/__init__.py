@@ -244,15 +244,20 @@ def sweep(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
 
 @app.command()
 def reproduce(
-    budget: Annotated[
-        str, typer.Option("--budget", help="small (minutes on 2 CPU cores) or full (hours)")
-    ] = "small",
+    budget: Annotated[str, typer.Option(
+        "--budget", help="small (minutes on 2 CPU cores), full (hours) or paper (the papers' settings: "
+                         "GPU and data sets)")] = "small",
     out: Annotated[Path, typer.Option("--out", help="output folder (finished runs are reused)")] = Path(
         "runs/reproduce"
     ),
     only: Annotated[
         list[str] | None, typer.Option("--only", help="run only this claim id (repeatable)")
     ] = None,
+    data: Annotated[list[str] | None, typer.Option(
+        "--data", help="NAME=DIR: the folder of a data set the claims need (cifar10, cifar100, stl10, "
+                       "tu, fashion_mnist; repeatable)")] = None,
+    device: Annotated[str | None, typer.Option(
+        "--device", help="cpu or gpu (default: the budget's; paper runs on the GPU)")] = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -262,7 +267,10 @@ def reproduce(
 
     start = time.perf_counter()
     try:
-        result = run_reproduce(budget=budget, out=out, only=only, force=force,
+        roots = _data_roots(data)
+        if device is not None and device not in ("cpu", "gpu"):
+            raise ValueError(f"--device must be cpu or gpu, got {device!r}")
+        result = run_reproduce(budget=budget, out=out, only=only, force=force, data=roots, device=device,
                                echo=(lambda msg: None) if quiet else _echo)
     except _USER_ERRORS as err:
         raise _fail(err) from None
@@ -272,11 +280,28 @@ def reproduce(
         _echo(f"interrupted: partial report in {stop.result.root / 'claims.md'}; continue with "
               f"`hardneg reproduce --budget {budget} --out {out}` (finished runs are reused)")
         raise typer.Exit(code=130) from None
-    text = (result.root / "claims.md").read_text()
-    typer.echo(text.split("\n## ", 1)[0].rstrip())
+    from hardneg.reproduce.report import summary_table
+
+    typer.echo(summary_table(result.rows))
+    commands = [r for r in result.rows if r.get("command")]
+    if commands:
+        typer.echo("\nnot run here (what is missing, and the command that runs it):")
+        for r in commands:
+            typer.echo(f"- {r['claim']}: {r['setting']}\n    {r['command']}")
     if not quiet:
         _echo(f"\nreport: {result.root / 'claims.md'} (claims.csv, figures/claims.png)")
         _echo(f"wall time: {time.perf_counter() - start:.1f} s")
+
+
+def _data_roots(items: list[str] | None) -> dict[str, str]:
+    """``["cifar10=/data/c10", ...]`` → ``{"cifar10": "/data/c10"}`` (``--data``)."""
+    roots = {}
+    for item in items or []:
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not folder:
+            raise ValueError(f"--data must be NAME=DIR, got {item!r}")
+        roots[name.strip()] = folder.strip()
+    return roots
 
 
 @app.command("config")

@@ -8,63 +8,99 @@ from typing import Any
 
 from hardneg._io import atomic_write_text
 
-__all__ = ["claims_markdown", "write_report"]
+__all__ = ["claims_markdown", "summary_table", "write_report"]
 
 _COLUMNS = (
-    "claim", "verdict", "text", "source", "setting", "metric", "baseline", "contender", "baseline_mean",
-    "baseline_std", "contender_mean", "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high",
-    "wins", "seeds", "folder",
+    "claim", "verdict", "text", "quote", "source", "data", "setting", "metric", "test", "margin",
+    "paper_effect", "baseline", "contender", "baseline_mean", "baseline_std", "contender_mean",
+    "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high", "half_width", "wins", "seeds", "p_value",
+    "p_holm", "folder", "command",
 )
+_NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
 
 
 def _pp(x: float) -> str:
     return f"{100 * x:+.2f}"
 
 
-_NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
+def _effect(r: dict[str, Any]) -> str:
+    if r.get("test") == "equivalence":
+        return f"parity (±{100 * r['margin']:.1f})"
+    effect = r.get("paper_effect")
+    return f"{_pp(effect)}" if effect is not None else "not stated"
+
+
+def _difference(r: dict[str, Any]) -> str:
+    if math.isnan(r.get("half_width", math.nan)):
+        return f"{_pp(r['diff_mean'])} (no interval)"
+    return f"{_pp(r['diff_mean'])} ± {100 * r['half_width']:.2f}"
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """One line per claim: data, metric, difference ± 95 % half-width, the paper's effect, Holm p, verdict."""
+    lines = ["| claim | data | metric | difference (pp, 95 % CI) | paper's effect (pp) | p (Holm) "
+             "| verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["verdict"] in _NO_RESULT:
+            lines.append(f"| {r['claim']} | {r.get('data') or '–'} | {r['metric']} | – | {_effect(r)} | – "
+                         f"| {r['verdict']} |")
+            continue
+        p = r.get("p_holm", math.nan)
+        lines.append(f"| {r['claim']} | {r['data']} | {r['metric']} | {_difference(r)} | {_effect(r)} "
+                     f"| {'–' if math.isnan(p) else f'{p:.3g}'} | {r['verdict']} |")
+    return "\n".join(lines)
 
 
 def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | None = None) -> str:
-    """The report as Markdown: one section per claim, then a summary table.
+    """The report as Markdown: how claims are judged, a summary table, one section per claim.
 
     ``partial``: the report is incomplete (an interrupted reproduction); the sentence is printed
     first and every claim without a result says ``interrupted``.
     """
+    from hardneg import __version__
+    from hardneg.pipeline.provenance import source_digest
+
     lines = [
         f"# Reproduction report (budget: {budget})",
         "",
         *([f"**Partial report**: {partial}", ""] if partial else []),
-        "Each claim is read as \"the contender scores higher than the baseline\" on a metric fixed in "
-        "advance, at the final epoch (nothing is chosen on test data). The evidence is the seed-paired "
-        "difference (same seed: same initial weights, data order and evaluation folds), its mean ± std "
-        "over seeds and 95 % Student-t interval. Verdict: **reproduced** when the whole interval is "
-        "above 0, **contradicted** when it is below 0, **not reproduced** when it holds 0.",
+        "Each claim is tested as its paper states it, on a metric fixed in advance (the paper's own "
+        "first), at the final epoch (nothing is chosen on test data), from the seed-paired differences "
+        "contender − baseline (same seed: same initial weights, data order and evaluation folds). "
+        "Superiority claims: one-sided paired t-test; parity claims: two one-sided tests (TOST) within "
+        "the margin stated. All claims of this report form one family: Holm–Bonferroni at α = 0.05 "
+        "(each claim's test and the test against it), so the chance of any wrong firm verdict is at "
+        "most 5 %. A zero spread or one seed gives no verdict; a non-result whose 95 % half-width x "
+        "exceeds the paper's effect is *inconclusive at ±x* (the budget could not show the effect), "
+        "and one whose baseline leaves less room below 100 % than the paper's effect is *at the "
+        "ceiling*. Differences: mean ± half-width of the 95 % Student-t interval, in points.",
         "",
-        "| claim | verdict | difference (pp) | 95 % CI | seeds won |",
-        "|---|---|---|---|---|",
+        f"Code: hardneg {__version__}, source sha256 {source_digest()[:12]}; each run folder records "
+        "its config hash (`provenance.json`).",
+        "",
+        summary_table(rows),
+        "",
     ]
     for r in rows:
-        if r["verdict"] in _NO_RESULT:
-            lines.append(f"| {r['claim']} | {r['verdict']} | – | – | – |")
-            continue
-        ci = f"[{_pp(r['ci_low'])}, {_pp(r['ci_high'])}]" if not math.isnan(r["ci_low"]) else "–"
-        lines.append(f"| {r['claim']} | {r['verdict']} | {_pp(r['diff_mean'])} ± {100 * r['diff_std']:.2f} "
-                     f"| {ci} | {r['wins']}/{r['seeds']} |")
-    lines.append("")
-    for r in rows:
         lines += [f"## {r['claim']}: {r['verdict']}", "", f"*Claim.* {r['text']}", "",
-                  f"*Source.* {r['source']}", ""]
+                  f"*The paper.* “{r['quote']}” — {r['source']}.", ""]
         if r["verdict"] in _NO_RESULT:
-            lines += [f"*To run it.* {r['setting']}", ""]
+            lines += [f"*Not run.* {r['setting']}", ""]
+            if r.get("command"):
+                lines += [f"*To run it.* `{r['command']}`", ""]
             continue
+        margin = "" if r["margin"] is None else f", margin ±{100 * r['margin']:.1f} points"
         lines += [
-            f"*Setting.* {r['setting']}; metric `{r['metric']}`.",
+            f"*Data.* {r['data']}. *Setting.* {r['setting']}; metric `{r['metric']}` ({r['test']}{margin}).",
             "",
-            f"*Measured.* {r['baseline']} {100 * r['baseline_mean']:.2f} ± {100 * r['baseline_std']:.2f} %, "
-            f"{r['contender']} {100 * r['contender_mean']:.2f} ± {100 * r['contender_std']:.2f} %; paired "
-            f"difference {_pp(r['diff_mean'])} ± {100 * r['diff_std']:.2f} pp, 95 % CI "
-            f"[{_pp(r['ci_low'])}, {_pp(r['ci_high'])}], higher on {r['wins']} of {r['seeds']} seeds "
-            f"(runs in `{r['folder']}`).",
+            f"*Measured.* {r['baseline']} {100 * r.get('baseline_mean', math.nan):.2f} ± "
+            f"{100 * r.get('baseline_std', math.nan):.2f} %, {r['contender']} "
+            f"{100 * r.get('contender_mean', math.nan):.2f} ± "
+            f"{100 * r.get('contender_std', math.nan):.2f} %; "
+            f"paired difference {_difference(r)} points (std {100 * r['diff_std']:.2f}), higher on "
+            f"{r['wins']} of {r['seeds']} seeds; p = {r['p_value']:.3g}, Holm-adjusted {r['p_holm']:.3g}; "
+            f"the paper's effect: {_effect(r)} (runs in `{r['folder']}`).",
             "",
         ]
     return "\n".join(lines)

@@ -1,26 +1,32 @@
-"""``hardneg reproduce``: run every claim's comparison and write ``claims.md`` / ``claims.csv`` / figure.
+"""``hardneg reproduce``: run the claims' comparisons, judge them together, write ``claims.md``.
 
 Each experiment of :data:`~hardneg.reproduce.claims.EXPERIMENTS` is an ordinary ``hardneg compare``
-under ``OUT/<budget>/<experiment>/`` (finished runs are reused, so an interrupted reproduction
-resumes); each claim reads the seed-paired difference ``contender − baseline`` of its metric, its
-95 % Student-t interval and a verdict (:func:`~hardneg.reproduce.verdict.verdict`). The metric of
-each claim is fixed in advance, every number is the final epoch, and nothing is chosen on test data.
+under ``OUT/<budget>/<experiment>/``. A finished run is reused only when its recorded config and
+code equal the job's (``provenance.json``), so a changed claim, budget or code is trained again —
+never a stale number. Every claim reads the seed-paired differences ``contender − baseline`` of its
+metric (fixed in advance; the final epoch; nothing chosen on test data) and all claims of the
+report are judged at once (:func:`~hardneg.reproduce.statistics.judge`: Holm–Bonferroni over the
+report). A claim whose baseline leaves less room below 100 % than the paper's effect is reported
+as at the ceiling, not as a failure to reproduce. An experiment whose data is not installed runs
+its embedded fallback (the report says which ran) or is listed with the command that runs it.
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hardneg.config.errors import ConfigError
-from hardneg.reproduce.claims import BUDGETS, CLAIMS, EXPERIMENTS, NOT_RUN_HERE, Claim, Experiment
-from hardneg.reproduce.verdict import verdict
+from hardneg.reproduce.claims import BUDGETS, CLAIMS, EXPERIMENTS, Claim, Experiment
 
-__all__ = ["ReproduceInterrupted", "ReproduceResult", "run_reproduce"]
+__all__ = ["ReproduceInterrupted", "ReproduceResult", "command_for", "experiment_config", "run_reproduce"]
+
+ALPHA = 0.05  # family-wise error rate of one report
 
 
 @dataclass
@@ -43,49 +49,103 @@ class ReproduceInterrupted(Exception):
 def _select(budget: str, only: Sequence[str] | None) -> list[Claim]:
     if budget not in BUDGETS:
         raise ValueError(f"--budget must be one of {list(BUDGETS)}, got {budget!r}")
-    known = {c.id for c in CLAIMS}
+    known = {c.id for c in CLAIMS if budget in c.budgets}
     unknown = sorted(set(only or ()) - known)
     if unknown:
-        raise ValueError(f"--only takes claim ids among {sorted(known)}, got {unknown}")
+        raise ValueError(f"--only takes claim ids of budget {budget!r} among {sorted(known)}, got {unknown}")
     return [c for c in CLAIMS if budget in c.budgets and (not only or c.id in only)]
 
 
-def _experiment_config(exp: Experiment, budget: str) -> Any:
+def experiment_config(
+    exp: Experiment, budget: str, *, data: Mapping[str, str] | None = None, device: str | None = None
+) -> Any:
+    """The validated ``compare`` config of ``exp`` at ``budget`` (``data``: data set → root folder;
+    ``device``: ``cpu`` / ``gpu``, overriding the budget's ``train.accelerator``)."""
     from hardneg.pipeline.config import load_config
 
-    strategies = [{"name": name, "overrides": dict(ov)} for name, ov in exp.strategies.items()]
-    return load_config(exp.config, {**exp.budgets[budget], "compare.strategies": strategies,
-                                    "name": exp.id})
+    overrides: dict[str, Any] = dict(exp.budgets[budget])
+    if exp.needs is not None and data and exp.needs in data:
+        overrides["data.root"] = data[exp.needs]
+    if device is not None:
+        overrides["train.accelerator"] = device
+    overrides["compare.strategies"] = [{"name": n, "overrides": dict(ov)} for n, ov in exp.strategies.items()]
+    overrides["name"] = exp.id
+    return load_config(exp.config, overrides)
+
+
+def command_for(claim: Claim, budget: str, out: Path) -> str:
+    """The command that runs ``claim`` once its data (and device) are there."""
+    exp = EXPERIMENTS[claim.experiment]
+    args = ["hardneg", "reproduce", "--budget", budget, "--only", claim.id, "--out", str(out)]
+    if exp.needs is not None:
+        args += ["--data", f"{exp.needs}=DIR"]
+    return shlex.join(args)
+
+
+def _missing(cfg: Any) -> str | None:
+    """Why ``cfg``'s experiment cannot run here (its data or its device), or ``None``."""
+    from hardneg.pipeline.experiment import load_data
+
+    if cfg.train.accelerator == "gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            return "needs a GPU (none here; --device cpu runs it on the CPU, for days)"
+    try:
+        load_data(cfg)
+    except (OSError, ConfigError) as err:
+        return f"needs its data ({' '.join(str(err).split())})"
+    return None
 
 
 def _setting(exp: Experiment, cfg: Any) -> str:
-    return f"{exp.setting}; {cfg.train.epochs} epochs, {len(cfg.compare.seeds)} seeds"
+    d = cfg.data
+    subset = f", {d.train_subset} training items" if getattr(d, "train_subset", None) else ""
+    return (f"{exp.setting}{subset}; {cfg.train.epochs} epochs, batch {cfg.train.batch_size}, "
+            f"seeds {list(cfg.compare.seeds)}")
 
 
-def _claim_row(claim: Claim, exp: Experiment, cfg: Any, result: Any, folder: Path) -> dict[str, Any]:
+def _diffs(claim: Claim, result: Any) -> tuple[list[float], dict[str, tuple[float, float]]]:
     from hardneg.pipeline.groups import run_seed
-    from hardneg.pipeline.paired import paired_differences
 
-    values = {label: {run_seed(r): r.eval for r in rs} for label, rs in result.runs.items()}
-    diff = paired_differences(values, baseline=claim.baseline, metrics=[claim.metric])[claim.contender]
-    d = diff[claim.metric]
-    lo, hi = d.interval()
-    base = result.table[claim.baseline][claim.metric]
-    cont = result.table[claim.contender][claim.metric]
-    return {
-        "claim": claim.id, "text": claim.text, "source": claim.source, "setting": _setting(exp, cfg),
-        "metric": claim.metric, "baseline": claim.baseline, "contender": claim.contender,
-        "baseline_mean": base[0], "baseline_std": base[1],
-        "contender_mean": cont[0], "contender_std": cont[1],
-        "diff_mean": d[0], "diff_std": d[1], "ci_low": lo, "ci_high": hi, "wins": d[2], "seeds": d[3],
-        "verdict": verdict(d), "folder": str(folder),
-    }
+    by = {label: {run_seed(r): r.eval for r in rs} for label, rs in result.runs.items()}
+    base, cont = by.get(claim.baseline, {}), by.get(claim.contender, {})
+    seeds = sorted(s for s in base if s in cont and claim.metric in base[s] and claim.metric in cont[s])
+    diffs = [float(cont[s][claim.metric]) - float(base[s][claim.metric]) for s in seeds]
+    table = {k: result.table[k][claim.metric] for k in (claim.baseline, claim.contender)
+             if claim.metric in result.table.get(k, {})}
+    return diffs, table
 
 
-def _not_run_row(
-    claim_id: str, text: str, source: str, why: str, verdict: str = "not run here"
-) -> dict[str, Any]:
-    return {"claim": claim_id, "text": text, "source": source, "setting": why, "verdict": verdict}
+def _row(claim: Claim, **extra: Any) -> dict[str, Any]:
+    t = claim.test
+    return {"claim": claim.id, "text": claim.text, "quote": claim.quote, "source": claim.source,
+            "metric": claim.metric, "baseline": claim.baseline, "contender": claim.contender,
+            "test": t.kind, "margin": t.margin, "paper_effect": t.paper_effect, **extra}
+
+
+def judge_rows(
+    rows: list[dict[str, Any]], diffs: Mapping[str, Sequence[float]], alpha: float = ALPHA
+) -> None:
+    """Fill in each measured row's statistics and verdict (one family: Holm over the report), then
+    the ceiling: a non-firm verdict whose baseline leaves less room than the paper's effect."""
+    from hardneg.reproduce.statistics import CONTRADICTED, EQUIVALENT, NOT_EQUIVALENT, REPRODUCED, judge
+
+    claims = {c.id: c for c in CLAIMS}
+    measured = [r for r in rows if r["claim"] in diffs]
+    results = judge({r["claim"]: diffs[r["claim"]] for r in measured},
+                    {r["claim"]: claims[r["claim"]].test for r in measured}, alpha=alpha)
+    for r in measured:
+        res = results[r["claim"]]
+        r.update(diff_mean=res.mean, diff_std=res.std, seeds=res.n, wins=res.wins, half_width=res.half_width,
+                 ci_low=res.mean - res.half_width, ci_high=res.mean + res.half_width, p_value=res.p_value,
+                 p_holm=res.p_holm, outcome=res.outcome, verdict=res.verdict)
+        effect, base = r["paper_effect"], r.get("baseline_mean")
+        firm = res.outcome in (REPRODUCED, CONTRADICTED, EQUIVALENT, NOT_EQUIVALENT)
+        if effect is not None and base is not None and not firm and 1.0 - base < effect:
+            r["verdict"] = (f"inconclusive (ceiling: the baseline's {100 * base:.1f} % leaves "
+                            f"{100 * (1 - base):.1f} points, less than the paper's effect of "
+                            f"{100 * effect:.1f})")
 
 
 def run_reproduce(
@@ -94,14 +154,16 @@ def run_reproduce(
     out: str | Path = "runs/reproduce",
     only: Sequence[str] | None = None,
     force: bool = False,
+    data: Mapping[str, str] | None = None,
+    device: str | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> ReproduceResult:
-    """Run the claims of ``budget`` (``small``: minutes on 2 CPU cores; ``full``: hours) into ``out``.
+    """Run the claims of ``budget`` into ``out`` and write ``claims.md`` / ``claims.csv`` / figure.
 
-    Returns the rows written to ``claims.csv``: the claim, its source, the setting run, the
-    baseline's and contender's mean ± std, the paired difference (mean, std, 95 % interval, seeds
-    won) and the verdict; claims that need a GPU or data not installed here get the verdict
-    ``not run here`` and the command that would run them.
+    Returns the rows written to ``claims.csv``: per claim its quote and source, the data and
+    setting that ran, the metric, the baseline's and contender's mean ± std, the paired difference
+    (mean, std, 95 % interval and half-width, seeds won), the paper's effect, the p-value and its
+    Holm-adjusted value, and the verdict; claims that cannot run here say why and give the command.
     """
     from hardneg.pipeline.groups import GroupInterrupted, run_compare
     from hardneg.reproduce.report import write_report
@@ -111,17 +173,23 @@ def run_reproduce(
     claims = _select(budget, only)
     root = Path(out)
     rows: list[dict[str, Any]] = []
+    diffs: dict[str, list[float]] = {}
     experiments = list(dict.fromkeys(c.experiment for c in claims))
     for n, exp_id in enumerate(experiments):
-        exp = EXPERIMENTS[exp_id]
         mine = [c for c in claims if c.experiment == exp_id]
-        try:
-            cfg = _experiment_config(exp, budget)
-        except ConfigError as err:  # e.g. data.root names no installed data set
-            if exp.needs is None:
-                raise
-            why = f"needs {exp.needs} ({' '.join(str(err).split())})"
-            rows += [_not_run_row(c.id, c.text, c.source, why) for c in mine]
+        exp = EXPERIMENTS[exp_id]
+        cfg = experiment_config(exp, budget, data=data, device=device)
+        why = _missing(cfg)
+        ran = exp.needs or cfg.data.dataset
+        if why is not None and exp.fallback is not None:
+            echo(f"reproduce: {exp.id} {why}; running the embedded fallback {exp.fallback!r}")
+            ran = f"{exp.fallback} (fallback: {exp.id} not installed)"
+            exp = EXPERIMENTS[exp.fallback]
+            cfg = experiment_config(exp, budget, device=device)
+            why = _missing(cfg)
+        if why is not None:
+            rows += [_row(c, verdict="not run here", setting=why, data=exp.needs or "",
+                          command=command_for(c, budget, root)) for c in mine]
             continue
         folder = root / budget / exp.id
         echo(f"reproduce: {exp.id} ({len(exp.strategies)} strategies x {len(cfg.compare.seeds)} seeds, "
@@ -129,10 +197,11 @@ def run_reproduce(
         try:
             result = run_compare(cfg, folder, resume=not force, force=force, quiet=True, echo=echo)
         except GroupInterrupted as stop:
-            again = f"hardneg reproduce --budget {budget} --out {root}"
+            again = shlex.join(["hardneg", "reproduce", "--budget", budget, "--out", str(root)])
             left = [c for c in claims if c.experiment in experiments[n:]]
-            why = f"interrupted; continue with `{again}`"
-            rows += [_not_run_row(c.id, c.text, c.source, why, "interrupted") for c in left]
+            rows += [_row(c, verdict="interrupted", setting=f"interrupted; continue with `{again}`")
+                     for c in left]
+            judge_rows(rows, diffs)
             partial = (f"interrupted during `{exp.id}` ({stop.done} of {stop.total} of its runs finished); "
                        f"{len(left)} of {len(claims)} claims have no verdict. `{again}` continues "
                        "(finished runs are reused).")
@@ -140,14 +209,11 @@ def run_reproduce(
             raise ReproduceInterrupted(
                 ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start)
             ) from None
-        except (OSError, ConfigError) as err:  # the data set is not installed (data.root)
-            if exp.needs is None:
-                raise
-            why = f"needs {exp.needs} ({' '.join(str(err).split())})"
-            rows += [_not_run_row(c.id, c.text, c.source, why) for c in mine]
-            continue
-        rows += [_claim_row(c, exp, cfg, result, folder) for c in mine]
-    if not only:
-        rows += [_not_run_row(n.id, n.text, n.source, n.command) for n in NOT_RUN_HERE]
+        for c in mine:
+            diffs[c.id], table = _diffs(c, result)
+            means = {f"{side}_{stat}": table[name][i] for side, name in (("baseline", c.baseline),
+                     ("contender", c.contender)) if name in table for i, stat in enumerate(("mean", "std"))}
+            rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder), **means))
+    judge_rows(rows, diffs)
     write_report(rows, root / budget, budget=budget)
     return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start)
