@@ -194,7 +194,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     # no OnExceptionCheckpoint is configured, so Lightning does not turn None into "last").
     # A mid-epoch interrupted.ckpt is never resumed from (its loader position cannot be restored).
     ckpt = found[0] if found else None
-    if resume and not child:
+    if resume and not child and (found is not None or not quiet):  # a group's new run: no notice
         print(_resume_notice(run / "checkpoints", found), file=sys.stderr)
     t_setup = time.perf_counter() - t_start
     with stage("training", ["train.batch_size", *_keys(cfg.model, "model")]):

@@ -124,6 +124,17 @@ def _row(claim: Claim, **extra: Any) -> dict[str, Any]:
             "test": t.kind, "margin": t.margin, "paper_effect": t.paper_effect, **extra}
 
 
+def _in_points(res: Any) -> str:
+    """The verdict with its margin or half-width in points of accuracy, as the report's numbers."""
+    from hardneg.reproduce.statistics import EQUIVALENT, INCONCLUSIVE
+
+    if res.outcome == EQUIVALENT:
+        return f"reproduced (equivalent within ±{100 * res.test.margin:.1f} points)"
+    if res.outcome == INCONCLUSIVE:
+        return f"inconclusive at ±{100 * res.half_width:.2f} points"
+    return str(res.verdict)
+
+
 def judge_rows(
     rows: list[dict[str, Any]], diffs: Mapping[str, Sequence[float]], alpha: float = ALPHA
 ) -> None:
@@ -139,7 +150,7 @@ def judge_rows(
         res = results[r["claim"]]
         r.update(diff_mean=res.mean, diff_std=res.std, seeds=res.n, wins=res.wins, half_width=res.half_width,
                  ci_low=res.mean - res.half_width, ci_high=res.mean + res.half_width, p_value=res.p_value,
-                 p_holm=res.p_holm, outcome=res.outcome, verdict=res.verdict)
+                 p_holm=res.p_holm, outcome=res.outcome, verdict=_in_points(res))
         effect, base = r["paper_effect"], r.get("baseline_mean")
         firm = res.outcome in (REPRODUCED, CONTRADICTED, EQUIVALENT, NOT_EQUIVALENT)
         if effect is not None and base is not None and not firm and 1.0 - base < effect:
