@@ -283,6 +283,11 @@ def reproduce(
     from hardneg.reproduce.report import summary_table
 
     typer.echo(summary_table(result.rows))
+    ran = [r for r in result.rows if r.get("folder")]
+    if ran:
+        typer.echo("\nsources and settings (Holm–Bonferroni over the claims above, α = 0.05):")
+        for r in ran:
+            typer.echo(f"- {r['claim']}: {r['source']}. {r['setting']}.")
     commands = [r for r in result.rows if r.get("command")]
     if commands:
         typer.echo("\nnot run here (what is missing, and the command that runs it):")
