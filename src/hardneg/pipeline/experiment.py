@@ -194,8 +194,10 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     # no OnExceptionCheckpoint is configured, so Lightning does not turn None into "last").
     # A mid-epoch interrupted.ckpt is never resumed from (its loader position cannot be restored).
     ckpt = found[0] if found else None
-    if resume and not child and (found is not None or not quiet):  # a group's new run: no notice
-        print(_resume_notice(run / "checkpoints", found), file=sys.stderr)
+    folder = run / "checkpoints"
+    had_any = folder.is_dir() and any(folder.iterdir())
+    if resume and not child and (had_any or not quiet):  # a group's brand-new run: no notice
+        print(_resume_notice(folder, found), file=sys.stderr)
     t_setup = time.perf_counter() - t_start
     with stage("training", ["train.batch_size", *_keys(cfg.model, "model")]):
         trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
