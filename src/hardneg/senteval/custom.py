@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from hardneg.senteval.errors import SentEvalFormatError
+from hardneg.senteval.files import raw_lines
 from hardneg.senteval.tasks import TASK_NAMES, BinaryTask, PoolTask, SplitTask
 
 __all__ = ["POOL_FILE", "SPLIT_FILES", "custom_files", "custom_tasks", "is_custom_task", "read_custom_task"]
@@ -58,8 +59,6 @@ def custom_tasks(folder: str | os.PathLike[str]) -> list[str]:
 
 
 def _read_labelled(path: Path, *, task: str, encoding: str | None) -> tuple[list[str], list[str]]:
-    from hardneg.senteval.readers import raw_lines
-
     labels, sentences = [], []
     for number, line in raw_lines(path, task=task, encoding=encoding):
         label, tab, sentence = line.partition("\t")

@@ -42,13 +42,12 @@ a ``<TASK>`` sub-folder (``MRPC`` for MSRP), so ``read_task("MR", "downstream")`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from hardneg.data.text.lines import line_problem
-from hardneg.senteval.errors import MissingTaskFileError, SentEvalFormatError
+from hardneg.senteval.errors import SentEvalFormatError
+from hardneg.senteval.files import raw_lines
 from hardneg.senteval.tasks import (
     BINARY_CLASSES,
     BINARY_TASKS,
@@ -132,43 +131,6 @@ def task_present(name: str, folder: str | os.PathLike[str]) -> bool:
     name = canonical_task_name(name)
     where = task_folder(name, folder)
     return any((where / file).exists() for file in LAYOUTS[name])
-
-
-def _decode(raw: bytes, path: Path, encoding: str | None) -> str:
-    if encoding is None:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return raw.decode("latin-1")
-        return text[1:] if text.startswith("\ufeff") else text
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise SentEvalFormatError(path, f"not valid {encoding}: {err.reason} at byte {err.start}",
-                                  line=line) from None
-    except LookupError:
-        raise ValueError(f"unknown encoding {encoding!r}") from None
-
-
-def raw_lines(path: Path, *, task: str, encoding: str | None) -> Iterator[tuple[int, str]]:
-    """``(1-based line number, line without its line break)`` of every non-blank line."""
-    if not path.is_file():
-        if path.exists():
-            raise SentEvalFormatError(path, f"is not a file (task {task} reads it as a file)")
-        raise MissingTaskFileError(path, task=task, layout=LAYOUTS.get(task, (path.name,)))
-    text = _decode(path.read_bytes(), path, encoding)
-    found = False
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line[:-1] if line.endswith("\r") else line
-        problem = line_problem(line)
-        if problem is not None:
-            raise SentEvalFormatError(path, problem, line=number)
-        if line.strip():
-            found = True
-            yield number, line
-    if not found:
-        raise SentEvalFormatError(path, "empty file (no non-blank line)")
 
 
 def read_lines(path: str | os.PathLike[str], *, task: str = "SentEval",
