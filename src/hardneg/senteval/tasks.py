@@ -92,7 +92,43 @@ def _counts(labels: np.ndarray, classes: tuple[str, ...]) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class BinaryTask:
+class PoolTask:
+    """A pool of sentences with one of several classes, scored by cross-validation: a user's own
+    task (``<NAME>/data.tsv``; see :mod:`hardneg.senteval.custom`); :class:`BinaryTask` is its
+    two-class case.
+
+    Attributes:
+        name: the task name (its folder's name).
+        sentences: the sentences.
+        labels: ``(N,)`` read-only int64 array of indices into ``classes``.
+        classes: the class names (at least 2).
+    """
+
+    name: str
+    sentences: Sequence[str]
+    labels: np.ndarray
+    classes: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        classes = tuple(self.classes)
+        if len(classes) < 2:
+            raise ValueError(f"{self.name}: a task has at least 2 class names, got {classes!r}")
+        sentences = _sentences(self.sentences, what=self.name)
+        object.__setattr__(self, "classes", classes)
+        object.__setattr__(self, "sentences", sentences)
+        object.__setattr__(self, "labels", _labels(self.labels, n=len(sentences), classes=classes,
+                                                  what=self.name))
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def summary(self) -> str:
+        """One line: the task, its size and the count of each class."""
+        return f"{self.name}: {len(self)} sentences ({_counts(self.labels, self.classes)})"
+
+
+@dataclass(frozen=True, eq=False)
+class BinaryTask(PoolTask):
     """A pool of sentences with 0/1 labels (MR, CR, SUBJ, MPQA), scored by cross-validation.
 
     Attributes:
@@ -107,27 +143,12 @@ class BinaryTask:
         ('MR: 2 sentences (negative 1, positive 1)', ('negative', 'positive'))
     """
 
-    name: str
-    sentences: Sequence[str]
-    labels: np.ndarray
-    classes: tuple[str, str] = ("negative", "positive")
+    classes: tuple[str, ...] = ("negative", "positive")
 
     def __post_init__(self) -> None:
-        classes = tuple(self.classes)
-        if len(classes) != 2:
-            raise ValueError(f"{self.name}: a binary task has 2 class names, got {classes!r}")
-        sentences = _sentences(self.sentences, what=self.name)
-        object.__setattr__(self, "classes", classes)
-        object.__setattr__(self, "sentences", sentences)
-        object.__setattr__(self, "labels", _labels(self.labels, n=len(sentences), classes=classes,
-                                                  what=self.name))
-
-    def __len__(self) -> int:
-        return len(self.sentences)
-
-    def summary(self) -> str:
-        """One line: the task, its size and the count of each class."""
-        return f"{self.name}: {len(self)} sentences ({_counts(self.labels, self.classes)})"
+        if len(tuple(self.classes)) != 2:
+            raise ValueError(f"{self.name}: a binary task has 2 class names, got {tuple(self.classes)!r}")
+        super().__post_init__()
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,41 +225,6 @@ class PairTask:
         """One line: the task, the pairs of each part and the count of each class in it."""
         return (f"{self.name}: train {len(self.train_a)} pairs ({_counts(self.train_labels, self.classes)}), "
                 f"test {len(self.test_a)} pairs ({_counts(self.test_labels, self.classes)})")
-
-
-@dataclass(frozen=True, eq=False)
-class PoolTask:
-    """A pool of sentences with one of several classes, scored by cross-validation like the binary
-    tasks: a user's own task (``<NAME>/data.tsv``; see :mod:`hardneg.senteval.custom`).
-
-    Attributes:
-        name: the task name (its folder's name).
-        sentences: the sentences.
-        labels: ``(N,)`` read-only int64 array of indices into ``classes``.
-        classes: the class names (at least 2).
-    """
-
-    name: str
-    sentences: Sequence[str]
-    labels: np.ndarray
-    classes: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        classes = tuple(self.classes)
-        if len(classes) < 2:
-            raise ValueError(f"{self.name}: a task has at least 2 class names, got {classes!r}")
-        sentences = _sentences(self.sentences, what=self.name)
-        object.__setattr__(self, "classes", classes)
-        object.__setattr__(self, "sentences", sentences)
-        object.__setattr__(self, "labels", _labels(self.labels, n=len(sentences), classes=classes,
-                                                  what=self.name))
-
-    def __len__(self) -> int:
-        return len(self.sentences)
-
-    def summary(self) -> str:
-        """One line: the task, its size and the count of each class."""
-        return f"{self.name}: {len(self)} sentences ({_counts(self.labels, self.classes)})"
 
 
 Task = BinaryTask | SplitTask | PairTask | PoolTask
