@@ -21,6 +21,7 @@ removed in 0.3.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, overload
@@ -56,6 +57,19 @@ def _deprecated(old: str, new: str) -> None:
         stacklevel=3,
     )
 
+
+
+def full_precision(like: Tensor) -> contextlib.AbstractContextManager[object]:
+    """Mixed precision off inside the loss: under ``torch.autocast`` the similarity matmuls would
+    run in bf16 / fp16 (autocast recasts them whatever their inputs), and every exponent after them
+    would carry a 1e-2 error at t = 0.1. The embeddings are upcast to float32 by
+    :func:`~hardneg.scores.compute_dtype` and every operation of the loss, in both engines, runs in
+    float32; the gradient flows back to the half-precision embeddings as usual.
+    """
+    device = like.device.type
+    if torch.is_autocast_enabled(device):
+        return torch.autocast(device_type=device, enabled=False)
+    return contextlib.nullcontext()
 
 class ContrastiveLoss(nn.Module):
     """Contrastive loss with a controllable negative distribution.
@@ -377,7 +391,8 @@ class ContrastiveLoss(nn.Module):
         Shapes: ``z1``, ``z2`` (B, d); ``labels`` optional (B,) → scalar (or (2B,) with
         ``reduction="none"``).
         """
-        out = self._two_view_loss(z1, z2, labels, generator, diagnostics=details)
+        with full_precision(z1):
+            out = self._two_view_loss(z1, z2, labels, generator, diagnostics=details)
         return out if details else out.loss
 
     @overload
@@ -444,16 +459,17 @@ class ContrastiveLoss(nn.Module):
         labels (A,) and (N,) → scalar (or (A,) with ``reduction="none"``); a :class:`LossOutput`
         with ``details=True``.
         """
-        out = self._pair_loss(
-            anchors,
-            positives,
-            candidates,
-            mask=mask,
-            anchor_labels=anchor_labels,
-            candidate_labels=candidate_labels,
-            generator=generator,
-            diagnostics=details,
-        )
+        with full_precision(anchors):
+            out = self._pair_loss(
+                anchors,
+                positives,
+                candidates,
+                mask=mask,
+                anchor_labels=anchor_labels,
+                candidate_labels=candidate_labels,
+                generator=generator,
+                diagnostics=details,
+            )
         return out if details else out.loss
 
     @overload
@@ -519,15 +535,16 @@ class ContrastiveLoss(nn.Module):
 
         if self.collision_free:
             raise ValueError("collision_free needs labels; multi_positive takes none")
-        scores = multi_positive_scores(
-            anchors,
-            candidates,
-            positive_mask,
-            temperature=self.temperature,
-            exclude=exclude,
-            normalize=self.normalize,
-        )
-        out = self.compute(scores, diagnostics=details, generator=generator)
+        with full_precision(anchors):
+            scores = multi_positive_scores(
+                anchors,
+                candidates,
+                positive_mask,
+                temperature=self.temperature,
+                exclude=exclude,
+                normalize=self.normalize,
+            )
+            out = self.compute(scores, diagnostics=details, generator=generator)
         return out if details else out.loss
 
     def compute(
