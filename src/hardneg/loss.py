@@ -66,8 +66,8 @@ def full_precision(like: Tensor) -> contextlib.AbstractContextManager[object]:
     :func:`~hardneg.scores.compute_dtype` and every operation of the loss, in both engines, runs in
     float32; the gradient flows back to the half-precision embeddings as usual.
     """
-    device = like.device.type
-    if torch.is_autocast_enabled(device):
+    device = like.device.type if isinstance(like, Tensor) else None  # a bad input: validated later
+    if device is not None and torch.is_autocast_enabled(device):
         return torch.autocast(device_type=device, enabled=False)
     return contextlib.nullcontext()
 
