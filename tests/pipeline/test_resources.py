@@ -106,15 +106,15 @@ def test_image_and_vector_bounds_count_the_built_encoder_exactly(name: str, in_k
 def test_an_allocation_failure_names_its_stage_and_keys() -> None:
     with pytest.raises(OutOfMemory, match=r"out of memory while training \(.*can't allocate memory.*\); "
                                           r"the memory of this stage is set by train.batch_size=64"):
-        with stage("training", ["train.batch_size=64"]):
+        with stage("training", load_config("digits", ["train.batch_size=64"]), ["train.batch_size"]):
             raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: "
                                "can't allocate memory")
-    with pytest.raises(OutOfMemory, match="while loading the data"):
-        with stage("loading the data", ["data.root=x"]):
+    with pytest.raises(OutOfMemory, match=r"while loading the data \(MemoryError\); .*data.dataset=digits"):
+        with stage("loading the data", load_config("digits", []), ["data"]):
             raise MemoryError
     # other failures pass through unchanged
     with pytest.raises(RuntimeError, match=r"^shape mismatch$"):
-        with stage("training", ["train.batch_size=64"]):
+        with stage("training", load_config("digits", []), ["train.batch_size"]):
             raise RuntimeError("shape mismatch")
 
 

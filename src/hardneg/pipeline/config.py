@@ -65,6 +65,7 @@ __all__ = [
     "apply_overrides",
     "config_to_dict",
     "dump_yaml",
+    "flat_config",
     "load_config",
     "packaged_config_names",
     "parse_overrides",
@@ -200,6 +201,22 @@ def _deep_merge(base: dict[str, Any], new: dict[str, Any], prefix: str) -> None:
 def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
     """Plain nested dict of a config (what is written to ``config.yaml``)."""
     return cfg.model_dump(mode="python")
+
+
+def flat_config(cfg: RunConfig) -> dict[str, Any]:
+    """``{dotted key: value}`` of a config (``sweep.grid`` kept whole)."""
+    return _flatten(config_to_dict(cfg))
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict) and key != "sweep.grid":
+            out.update(_flatten(v, key))
+        else:
+            out[key] = v
+    return out
 
 
 def _modality(name: Any) -> Modality:

@@ -67,20 +67,6 @@ def _is_child_process() -> bool:
     return int(os.environ.get("LOCAL_RANK", "0")) > 0
 
 
-def _keys(section: Any, prefix: str) -> list[str]:
-    """``prefix.key=value`` for the keys of a config section set to something (messages)."""
-    out = []
-    for key in type(section).model_fields:
-        value = getattr(section, key)
-        if value is None or isinstance(value, bool):
-            continue
-        if hasattr(type(value), "model_fields"):
-            out += _keys(value, f"{prefix}.{key}")
-        elif isinstance(value, int | float | str):
-            out.append(f"{prefix}.{key}={value}")
-    return out
-
-
 def load_data(cfg: RunConfig) -> tuple[Split, Split]:
     """``(train, test)`` of ``data.dataset`` through its modality."""
     return get_modality(cfg.data.dataset).load(cfg)
@@ -145,13 +131,13 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
                                          set_aside=not child)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     t0 = time.perf_counter()
-    with stage("loading the data", _keys(cfg.data, "data")):
+    with stage("loading the data", cfg, ["data"]):
         train, test = load_data(cfg)
     t_data = time.perf_counter() - t0
     modality = get_modality(cfg.data.dataset)
     if not child:
         modality.save(train, run)
-    with stage("building the model", _keys(cfg.model, "model")):
+    with stage("building the model", cfg, ["model"]):
         module, callbacks = build_module(cfg, train)
     timer = PhaseTimer()
     callbacks.append(timer)
@@ -199,7 +185,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     if resume and not child and (had_any or not quiet):  # a group's brand-new run: no notice
         print(_resume_notice(folder, found), file=sys.stderr)
     t_setup = time.perf_counter() - t_start
-    with stage("training", ["train.batch_size", *_keys(cfg.model, "model")]):
+    with stage("training", cfg, ["train.batch_size", "model"]):
         trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
     if not trainer.is_global_zero:
         return None
@@ -210,7 +196,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     timing = {"setup": t_setup, "data_load": t_data, "fit": timer.fit_seconds, "steps": float(timer.steps)}
     for source in (module.timings, timer.timings):
         timing.update({k: float(v) for k, v in source.items()})
-    with stage("evaluating", _keys(cfg.eval, "eval")):
+    with stage("evaluating", cfg, ["eval"]):
         result = _evaluate_and_write(
             cfg, run, module, train, test, timing=timing, online=online.curve if online else []
         )

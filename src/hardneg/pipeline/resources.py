@@ -94,21 +94,16 @@ def check_memory(cfg: RunConfig, modality: Modality, *, available: int | None = 
     total = sum(t.nbytes for t in terms)
     room = available_memory() if available is None else available
     if total > room:
-        top = terms[0]
-        keys = ", ".join(f"{k}={_value(cfg, k)}" for k in top.keys)
+        from hardneg.pipeline.config import flat_config
+
+        top, flat = terms[0], flat_config(cfg)
+        keys = ", ".join(f"{k}={flat.get(k)}" for k in top.keys)
         raise ConfigError(
             f"the run needs at least {format_bytes(total)} of memory but {format_bytes(room)} is "
             f"available; the largest part is {top.what}: {format_bytes(top.nbytes)} (set by {keys}); "
             f"lower {' or '.join(top.keys)}"
         )
     return terms
-
-
-def _value(cfg: RunConfig, key: str) -> object:
-    node: object = cfg
-    for part in key.split("."):
-        node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
-    return node
 
 
 def _is_allocation_failure(err: BaseException) -> bool:
@@ -120,8 +115,10 @@ def _is_allocation_failure(err: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def stage(what: str, keys: Sequence[str]) -> Iterator[None]:
-    """Turn an allocation failure inside the block into :class:`OutOfMemory` naming ``what`` and ``keys``."""
+def stage(what: str, cfg: RunConfig, keys: Sequence[str]) -> Iterator[None]:
+    """Turn an allocation failure inside the block into :class:`OutOfMemory` naming ``what`` and the
+    values of ``cfg`` under ``keys`` (dotted keys or section prefixes such as ``"model"``; unset and
+    boolean keys left out). Nothing is computed unless an allocation fails."""
     try:
         yield
     except OutOfMemory:
@@ -129,8 +126,13 @@ def stage(what: str, keys: Sequence[str]) -> Iterator[None]:
     except (MemoryError, RuntimeError) as err:
         if not _is_allocation_failure(err):
             raise
+        from hardneg.pipeline.config import flat_config
+
         detail = " ".join(str(err).split())[:200] or type(err).__name__
+        named = [f"{k}={v}" for k, v in flat_config(cfg).items()
+                 if any(k == p or k.startswith(f"{p}.") for p in keys)
+                 and v is not None and not isinstance(v, bool) and isinstance(v, int | float | str)]
         raise OutOfMemory(
             f"out of memory while {what} ({detail}); the memory of this stage is set by "
-            f"{', '.join(keys)}"
+            f"{', '.join(named)}"
         ) from None

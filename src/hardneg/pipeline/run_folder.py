@@ -35,7 +35,13 @@ import numpy as np
 import torch
 
 from hardneg._io import atomic_write_bytes, atomic_write_text
-from hardneg.pipeline.config import ConfigError, RunConfig, config_to_dict, load_config, with_overrides
+from hardneg.pipeline.config import (
+    ConfigError,
+    RunConfig,
+    flat_config,
+    load_config,
+    with_overrides,
+)
 
 __all__ = [
     "RunExists",
@@ -122,19 +128,8 @@ def run_dir_for(cfg: RunConfig, out: str | Path | None = None) -> Path:
     return Path(out) if out is not None else Path(cfg.out_dir) / cfg.name
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}.{k}" if prefix else k
-        if isinstance(v, dict) and key != "sweep.grid":
-            out.update(_flatten(v, key))
-        else:
-            out[key] = v
-    return out
-
-
 def _check_resume_config(saved: RunConfig, new: RunConfig) -> None:
-    a, b = _flatten(config_to_dict(saved)), _flatten(config_to_dict(new))
+    a, b = flat_config(saved), flat_config(new)
     diff = [
         k
         for k in sorted(a)
@@ -160,7 +155,7 @@ def changed_keys(run_dir: str | Path, cfg: RunConfig) -> list[str]:
     saved_path = Path(run_dir) / "config.yaml"
     if not saved_path.is_file():
         return []
-    a, b = _flatten(config_to_dict(load_config(saved_path))), _flatten(config_to_dict(cfg))
+    a, b = flat_config(load_config(saved_path)), flat_config(cfg)
     free = {"train.progress", "out_dir"} | ({"train.threads"} if cfg.train.threads is None else set())
     keys = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
             if a.get(k) != b.get(k) and k not in free]

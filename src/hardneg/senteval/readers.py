@@ -110,8 +110,9 @@ def task_files(name: str, folder: str | os.PathLike[str]) -> tuple[Path, ...]:
     (a custom task's: ``data.tsv``, or ``train.tsv`` and ``test.tsv``)."""
     from hardneg.senteval.custom import custom_files
 
-    if name not in TASK_NAMES and custom_files(name, folder):
-        return custom_files(name, folder)
+    custom = custom_files(name, folder) if name not in TASK_NAMES else ()
+    if custom:
+        return custom
     name = canonical_task_name(name)
     where = task_folder(name, folder)
     return tuple(where / file for file in LAYOUTS[name])
