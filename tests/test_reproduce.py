@@ -118,6 +118,8 @@ def test_a_report_from_synthetic_paired_results_covers_every_verdict() -> None:
                                 "the paper's effect of 0.5)",
     }
     by = {r["claim"]: r for r in rows}
+    assert [by[c]["direction"] for c in ("hard-beats-simclr", "debiasing-helps", "hard-beats-debiased")] == [
+        "supported", "against", "neither"]
     # hand-computed: t = 0.023 / sqrt(22e-6 / 5) = 10.9648; p = P(T_4 >= t)
     from scipy.stats import t as student
 

@@ -178,11 +178,14 @@ class ContrastiveLoss(nn.Module):
         ``compute(scores(z1, z2))`` is ``forward(z1, z2, details=True)`` without the tiled engine.
         """
         self._check_labels_given(labels)
-        if self.gather_distributed and distributed.is_distributed():
-            return distributed.gathered_simclr_scores(
+        with full_precision(z1):
+            if self.gather_distributed and distributed.is_distributed():
+                return distributed.gathered_simclr_scores(
+                    z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels
+                )
+            return simclr_scores(
                 z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels
             )
-        return simclr_scores(z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels)
 
     def _tile(self, num_anchors: int, num_candidates: int, dtype: torch.dtype) -> int | None:
         """The tile side when the (A, N) matrices would exceed ``memory_budget``, else None."""
@@ -556,14 +559,15 @@ class ContrastiveLoss(nn.Module):
         tiling): build the scores with :meth:`scores` (SimCLR's layout),
         :func:`~hardneg.scores.pair_scores` or :func:`~hardneg.scores.multi_positive_scores`.
         """
-        return loss_from_scores(
-            scores,
-            negatives=self.negatives,
-            objective=self.objective,
-            reduction=self.reduction,
-            diagnostics=diagnostics,
-            generator=generator,
-        )
+        with full_precision(scores.logits):
+            return loss_from_scores(
+                scores,
+                negatives=self.negatives,
+                objective=self.objective,
+                reduction=self.reduction,
+                diagnostics=diagnostics,
+                generator=generator,
+            )
 
     # -- deprecated names (0.1): one-line delegates, removed in 0.3 ----------------------------
     def detailed(

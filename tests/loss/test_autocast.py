@@ -77,3 +77,16 @@ def test_without_the_float32_guard_autocast_would_change_the_loss() -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):
         rounded = z @ z.T
     assert (rounded.float() - exact).abs().max() / 0.1 > 1e-3
+
+
+def test_the_low_level_entry_agrees_with_forward_under_autocast() -> None:
+    """``compute(scores(z1, z2))`` is documented as ``forward(z1, z2, details=True)``: under autocast
+    too, and both equal the float32 loss."""
+    loss = _loss("materialised", "hcl")
+    z1, z2 = (v.detach() for v in _views())
+    ref = loss(z1, z2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = loss.compute(loss.scores(z1, z2)).loss
+        high = loss(z1, z2)
+    torch.testing.assert_close(low, ref, rtol=0, atol=1e-6)
+    torch.testing.assert_close(high, ref, rtol=0, atol=1e-6)

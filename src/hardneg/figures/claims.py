@@ -11,26 +11,24 @@ from hardneg.figures._figure import new_figure, save_figure
 
 __all__ = ["claims_figure"]
 
-_SUPPORTED = ("reproduced", "reproduced (equivalent within ±Δ)")
-_AGAINST = ("contradicted", "not equivalent")
+_COLOURS = {"supported": "C2", "against": "C3", "neither": "C7"}
 
 
 def claims_figure(rows: Sequence[Mapping[str, Any]], path: str | Path, *, budget: str) -> Path | None:
-    """One row per claim that ran: mean difference (pp) with its 95 % interval, coloured by outcome
-    (green: supported, red: contradicted / not equivalent, grey: neither).
+    """One row per claim that ran: mean difference (pp) with its 95 % interval, coloured by the
+    verdict's direction (green: supported, red: contradicted / not equivalent, grey: neither).
 
-    ``rows``: the report's rows (``claim``, ``outcome``, ``diff_mean``, ``ci_low``, ``ci_high`` in
+    ``rows``: the report's rows (``claim``, ``direction``, ``diff_mean``, ``ci_low``, ``ci_high`` in
     [0, 1] units). Returns ``None`` (and writes nothing) when no claim has an interval.
     """
-    ran = [r for r in rows if "outcome" in r and not math.isnan(r["ci_low"])]
+    ran = [r for r in rows if "direction" in r and not math.isnan(r["ci_low"])]
     if not ran:
         return None
     fig, ax = new_figure(figsize=(6.0, 0.45 * len(ran) + 1.2))
     for i, r in enumerate(ran):
         mean = 100 * r["diff_mean"]
         err = [[mean - 100 * r["ci_low"]], [100 * r["ci_high"] - mean]]
-        colour = "C2" if r["outcome"] in _SUPPORTED else "C3" if r["outcome"] in _AGAINST else "C7"
-        ax.errorbar([mean], [i], xerr=err, fmt="o", color=colour, capsize=3)
+        ax.errorbar([mean], [i], xerr=err, fmt="o", color=_COLOURS[r["direction"]], capsize=3)
     ax.axvline(0.0, color="k", lw=0.8)
     ax.set_yticks(range(len(ran)), [r["claim"] for r in ran], fontsize=7)
     ax.invert_yaxis()

@@ -148,11 +148,14 @@ def judge_rows(
                     {r["claim"]: claims[r["claim"]].test for r in measured}, alpha=alpha)
     for r in measured:
         res = results[r["claim"]]
+        supported = res.outcome in (REPRODUCED, EQUIVALENT)
+        against = res.outcome in (CONTRADICTED, NOT_EQUIVALENT)
         r.update(diff_mean=res.mean, diff_std=res.std, seeds=res.n, wins=res.wins, half_width=res.half_width,
                  ci_low=res.mean - res.half_width, ci_high=res.mean + res.half_width, p_value=res.p_value,
-                 p_holm=res.p_holm, outcome=res.outcome, verdict=_in_points(res))
+                 p_holm=res.p_holm, outcome=res.outcome, verdict=_in_points(res),
+                 direction="supported" if supported else "against" if against else "neither")
         effect, base = r["paper_effect"], r.get("baseline_mean")
-        firm = res.outcome in (REPRODUCED, CONTRADICTED, EQUIVALENT, NOT_EQUIVALENT)
+        firm = supported or against
         if effect is not None and base is not None and not firm and 1.0 - base < effect:
             r["verdict"] = (f"inconclusive (ceiling: the baseline's {100 * base:.1f} % leaves "
                             f"{100 * (1 - base):.1f} points, less than the paper's effect of "
