@@ -180,6 +180,9 @@ def test_bad_budget_and_unknown_claims_are_refused(tmp_path: Path) -> None:
         run_reproduce(budget="huge", out=tmp_path)
     with pytest.raises(ValueError, match=r"--only takes claim ids of budget 'small' among .* got \['nope'\]"):
         run_reproduce(budget="small", out=tmp_path, only=["nope"])
+    expected = r"--data takes NAME=DIR with NAME among \[.*'cifar10'.*\], got \['cifar'\]"
+    with pytest.raises(ValueError, match=expected):
+        run_reproduce(budget="paper", out=tmp_path, data={"cifar": "/data/c10"})
 
 
 def test_without_fashion_mnist_the_image_claims_run_on_digits_and_say_so(

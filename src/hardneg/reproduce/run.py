@@ -185,6 +185,10 @@ def run_reproduce(
     echo = echo or (lambda msg: print(msg, file=sys.stderr))
     start = time.perf_counter()
     claims = _select(budget, only)
+    known = sorted({e.needs for e in EXPERIMENTS.values() if e.needs is not None})
+    unknown = sorted(set(data or {}) - set(known))
+    if unknown:  # a misspelt data set would otherwise be ignored silently
+        raise ValueError(f"--data takes NAME=DIR with NAME among {known}, got {unknown}")
     root = Path(out)
     rows: list[dict[str, Any]] = []
     diffs: dict[str, list[float]] = {}
