@@ -6,7 +6,8 @@
     hardneg evaluate RUN [--checkpoint PATH] [--no-figures]
     hardneg compare CONFIG [key=value ...] [--out DIR] [--resume] [--force]
     hardneg sweep CONFIG [key=value ...] [--out DIR] [--resume] [--force]
-    hardneg reproduce [--budget small|full]    # the papers' claims, run and judged -> claims.md
+    hardneg reproduce [--budget small|full|paper] [--data NAME=DIR] [--device cpu|gpu]
+                                               # the papers' claims, run and judged -> claims.md
     hardneg config CONFIG [key=value ...]      # print the resolved config
     hardneg configs                            # list the packaged configs
     hardneg theory ...                         # bounds, optimal K, collisions (if installed)
