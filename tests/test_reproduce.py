@@ -7,13 +7,17 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from hardneg.cli import app
 from hardneg.reproduce import CLAIMS, EXPERIMENTS
 from hardneg.reproduce import claims as claims_module
-from hardneg.reproduce.run import command_for, experiment_config, judge_rows, run_reproduce
+from hardneg.reproduce.claims import Term
+from hardneg.reproduce.derived import DERIVED, derived_metric
+from hardneg.reproduce.run import claim_values, command_for, experiment_config, judge_rows, run_reproduce
 
 
 def test_every_claim_names_a_runnable_experiment_its_strategies_and_its_source() -> None:
@@ -23,7 +27,12 @@ def test_every_claim_names_a_runnable_experiment_its_strategies_and_its_source()
         exp = EXPERIMENTS[claim.experiment]
         assert {claim.baseline, claim.contender} <= set(exp.strategies)
         assert claim.source and claim.quote and claim.text.endswith(".")
-        assert claim.metric in ("linear_top1", "mean_top1", "svm_cv", "mu_avg2", "cr_acc")  # in advance
+        assert claim.unit in ("points", "bits")
+        for term in claim.contrast:  # every metric fixed in advance: evaluated, or derived from run files
+            assert term.strategy in exp.strategies, (claim.id, term)
+            assert term.metric in ("linear_top1", "mean_top1", "svm_cv", "mu_avg2", "cr_acc", *DERIVED)
+        # a contrast compares like with like: its weights sum to zero
+        assert sum(t.weight for t in claim.contrast) == 0, claim.id
         for budget in claim.budgets:
             assert budget in exp.budgets, (claim.id, budget)
             cfg = experiment_config(exp, budget)
@@ -273,3 +282,87 @@ def test_a_changed_claim_config_or_code_is_never_reused(
     run_reproduce(budget="small", out=out, only=["collision-free-helps"], echo=lambda _: None)
     assert all(p.stat().st_mtime_ns != s for p, s in zip(runs, stamps))
     assert json.loads((runs[0].parent / "provenance.json").read_text())["source_sha256"] == "0" * 64
+
+
+def _fake_runs(values: dict[str, dict[int, dict[str, float]]]) -> dict[str, dict[int, object]]:
+    from types import SimpleNamespace
+
+    return {label: {seed: SimpleNamespace(eval=ev, run_dir=Path("/nonexistent"))
+                    for seed, ev in seeds.items()} for label, seeds in values.items()}
+
+
+def test_a_contrast_claim_is_the_weighted_sum_of_its_terms_seed_by_seed() -> None:
+    """Ash et al.'s interaction: (C16-K16 − C16-K1) − (C4-K16 − C4-K1), on the seeds all four ran."""
+    claim = next(c for c in CLAIMS if c.id == "optimal-k-grows-with-classes")
+    acc = {"C16-K16": {0: 0.50, 1: 0.55, 2: 0.52}, "C16-K1": {0: 0.42, 1: 0.44, 2: 0.43},
+           "C4-K16": {0: 0.92, 1: 0.93, 2: 0.90}, "C4-K1": {0: 0.90, 1: 0.91}}  # seed 2 missing here
+    runs = _fake_runs({k: {s: {"mean_top1": v} for s, v in d.items()} for k, d in acc.items()})
+    stats, sides = claim_values(claim, runs)
+    assert stats == pytest.approx([(0.50 - 0.42) - (0.92 - 0.90), (0.55 - 0.44) - (0.93 - 0.91)])
+    assert sides["C4-K1 mean_top1"] == [0.90, 0.91] and len(sides) == 4
+    # the default contrast is contender − baseline
+    plain = next(c for c in CLAIMS if c.id == "hard-beats-simclr")
+    assert plain.contrast == (Term("hard", "linear_top1", 1.0), Term("simclr", "linear_top1", -1.0))
+    runs = _fake_runs({"hard": {0: {"linear_top1": 0.8}}, "simclr": {0: {"linear_top1": 0.75}, 1: {}}})
+    assert claim_values(plain, runs)[0] == pytest.approx([0.05])
+
+
+def _write_features(path: Path, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    from hardneg.pipeline.run_folder import write_features
+
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(4), 50)
+    means = rng.normal(size=(4, 8)) * 1.5
+    features = (means[labels] + rng.normal(size=(200, 8))).astype(np.float32)
+    path.mkdir(parents=True, exist_ok=True)
+    write_features(path / "features.npz", torch.from_numpy(features), torch.from_numpy(labels))
+    return features, labels
+
+
+def test_arora_lemma_4_3_is_measured_from_the_run_folder_features(tmp_path: Path) -> None:
+    """Both sides of Lemma 4.3 re-derived here in float64: the mean classifier's average binary loss
+    (exact over class pairs) and (L_un − τ)/(1 − τ) from an independent Monte-Carlo estimate."""
+    features, labels = _write_features(tmp_path / "run")
+    measured = derived_metric(tmp_path / "run", "lemma_4_3_measured")
+    bound = derived_metric(tmp_path / "run", "lemma_4_3_bound")
+    f = features.astype(np.float64)
+    mu = np.stack([f[labels == c].mean(0) for c in range(4)])
+    s = f @ mu.T
+    pair = []  # L^mu_sup, binary tasks {c, c'} averaged uniformly (equal class sizes)
+    for c in range(4):
+        for c2 in range(4):
+            if c != c2:
+                sel = labels == c
+                pair.append(np.mean(np.log2(1 + np.exp(-(s[sel, c] - s[sel, c2])))))
+    assert measured == pytest.approx(np.mean(pair), rel=1e-9)
+    rng = np.random.default_rng(1)
+    n = 100_000  # anchor, a distinct sample of its class, a negative from all samples (τ = 1/4)
+    a = rng.integers(0, 200, n)
+    pos = (labels[a] * 50 + (a % 50 + rng.integers(1, 50, n)) % 50)  # classes are blocks of 50
+    neg = rng.integers(0, 200, n)
+    assert not np.any(pos == a) and np.all(labels[pos] == labels[a])
+    v = np.einsum("nd,nd->n", f[a], f[pos] - f[neg])
+    l_un = np.mean(np.logaddexp(0.0, -v) / np.log(2.0))
+    tau = 0.25
+    assert bound == pytest.approx((l_un - tau) / (1 - tau), rel=0.03)  # two Monte-Carlo estimates
+    assert bound >= measured
+    with pytest.raises(FileNotFoundError, match=r"no features file at .*features\.npz"):
+        derived_metric(tmp_path / "empty", "lemma_4_3_bound")
+    with pytest.raises(KeyError, match="unknown derived metric 'nope'"):
+        derived_metric(tmp_path / "run", "nope")
+
+
+def test_a_report_in_bits_prints_the_bound_claim_in_bits() -> None:
+    from hardneg.reproduce.report import claims_markdown
+
+    rows = _rows(**{"arora-lemma-4-3-holds": {"baseline_mean": 0.3, "contender_mean": 0.9, "data": "latent",
+                                              "setting": "s", "folder": "f",
+                                              "terms": {"infonce lemma_4_3_bound": (0.9, 0.05),
+                                                        "infonce lemma_4_3_measured": (0.3, 0.02)}}})
+    # mean 0.602, s = 0.01924, 95 % half-width t_{0.975,4} s / √5 = 2.7764 × 0.008602 = 0.02388
+    judge_rows(rows, {"arora-lemma-4-3-holds": [0.61, 0.58, 0.63, 0.60, 0.59]})
+    assert rows[0]["verdict"] == "reproduced"
+    md = claims_markdown(rows, budget="small")
+    assert "| arora-lemma-4-3-holds | latent | lemma_4_3 (bound − measured) | +0.602 ± 0.0239 bits |" in md
+    assert "infonce lemma_4_3_bound 0.9 ± 0.05 bits" in md
+    assert "`infonce:lemma_4_3_bound − infonce:lemma_4_3_measured` = +0.602 ± 0.0239 bits (std 0.0192)" in md

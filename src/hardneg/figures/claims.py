@@ -19,9 +19,11 @@ def claims_figure(rows: Sequence[Mapping[str, Any]], path: str | Path, *, budget
     verdict's direction (green: supported, red: contradicted / not equivalent, grey: neither).
 
     ``rows``: the report's rows (``claim``, ``direction``, ``diff_mean``, ``ci_low``, ``ci_high`` in
-    [0, 1] units). Returns ``None`` (and writes nothing) when no claim has an interval.
+    [0, 1] units); claims in other units (a bound's slack in bits) are left to the table.
+    Returns ``None`` (and writes nothing) when no claim has an interval.
     """
-    ran = [r for r in rows if "direction" in r and not math.isnan(r["ci_low"])]
+    ran = [r for r in rows if "direction" in r and not math.isnan(r["ci_low"])
+           and (r.get("unit") or "points") == "points"]  # accuracies only: one axis in points
     if not ran:
         return None
     fig, ax = new_figure(figsize=(6.0, 0.45 * len(ran) + 1.2))

@@ -21,7 +21,7 @@ from typing import Any
 
 from hardneg.reproduce.statistics import ClaimTest
 
-__all__ = ["BUDGETS", "CLAIMS", "EXPERIMENTS", "Claim", "Experiment"]
+__all__ = ["BUDGETS", "CLAIMS", "EXPERIMENTS", "Claim", "Experiment", "Term"]
 
 BUDGETS = ("small", "full", "paper")
 
@@ -44,11 +44,23 @@ class Experiment:
 
 
 @dataclass(frozen=True)
+class Term:
+    """``weight × metric`` of the run of ``strategy`` (one seed); a claim's statistic sums its terms."""
+
+    strategy: str
+    metric: str
+    weight: float
+
+
+@dataclass(frozen=True)
 class Claim:
     """``contender`` vs ``baseline`` on ``metric`` in ``experiment``, tested as ``test`` says.
 
     ``quote``: the paper's words; ``source``: paper, section, table or figure (and the number the
-    effect size is read from).
+    effect size is read from). The statistic tested is, per seed, ``contender − baseline`` on
+    ``metric``, or, when ``terms`` are given, the contrast ``Σ weight × metric(strategy)`` (e.g. an
+    interaction of two factors, or a bound minus the loss it bounds); ``unit``: ``"points"`` for
+    accuracies (reported ×100), ``"bits"`` for losses in base 2.
     """
 
     id: str
@@ -61,6 +73,13 @@ class Claim:
     metric: str
     test: ClaimTest
     budgets: tuple[str, ...] = field(default=("small", "full"))
+    terms: tuple[Term, ...] = ()
+    unit: str = "points"
+
+    @property
+    def contrast(self) -> tuple[Term, ...]:
+        """The terms of the statistic (default: ``+contender − baseline`` on ``metric``)."""
+        return self.terms or (Term(self.contender, self.metric, 1.0), Term(self.baseline, self.metric, -1.0))
 
 
 _DEBIASED: dict[str, Any] = {"name": "debiased", "tau_plus": 0.1}
@@ -74,6 +93,7 @@ _IMAGES: dict[str, dict[str, Any]] = {
     "debiased": {"loss.negatives": {"name": "uniform"}, "loss.objective": _DEBIASED},
     "hard": {"loss.negatives": {"name": "hard", "beta": 1.0}, "loss.objective": _DEBIASED},
     "ot": {"loss.negatives": {"name": "ot", "epsilon": 0.5}, "loss.objective": _DEBIASED},
+    "hard-6": {"loss.negatives": {"name": "hard", "beta": 6.0}, "loss.objective": _DEBIASED},
 }
 _LATENT: dict[str, dict[str, Any]] = {
     "uniform": {"loss.negatives": {"name": "uniform"}, "loss.objective": _DEBIASED},
@@ -81,6 +101,10 @@ _LATENT: dict[str, dict[str, Any]] = {
     "infonce": {"loss.negatives": {"name": "uniform"}, "loss.objective": _INFONCE},
     "collision-free": {"loss.negatives": {"name": "uniform"}, "loss.objective": _INFONCE,
                        "loss.collision_free": True},
+}
+# Ash et al.'s collision-coverage trade-off: C classes x K negatives (standard negatives, collisions kept)
+_ASH: dict[str, dict[str, Any]] = {
+    f"C{c}-K{k}": {"data.latent.num_classes": c, "loss.num_negatives": k} for c in (4, 16) for k in (1, 16)
 }
 _GRAPHS: dict[str, dict[str, Any]] = {
     "infograph": {"loss.negatives": {"name": "uniform"}},
@@ -142,6 +166,18 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "full": {"train.epochs": 30, **_FULL},
             },
             setting="Arora et al.'s latent-class model: 10 classes, true positive pairs, MLP, batch 256",
+        ),
+        Experiment(
+            id="ash_tradeoff",
+            config="theory_ash_tradeoff",
+            strategies=_ASH,
+            budgets={
+                "small": {"compare.seeds": list(range(10)), "compare.workers": 2, "eval.figures": False},
+                "full": {"train.epochs": 5, "data.latent.train_size": 12800, "compare.seeds": list(range(10)),
+                         "compare.workers": 2, "eval.figures": False},
+            },
+            setting="Arora et al.'s latent-class model, C = 4 or 16 classes, tuples with K = 1 or 16 "
+                    "negatives drawn from the other items (collisions kept), MLP, batch 64",
         ),
         Experiment(
             id="graphs",
@@ -230,6 +266,28 @@ CLAIMS: tuple[Claim, ...] = (
           "We observe that artificially removing collisions improves the performance across all values of K",
           "Ash et al. (AISTATS 2022), §6, Fig. 3 (right)", "latent", "infonce", "collision-free", "mean_top1",
           ClaimTest("superiority")),
+    Claim("large-beta-hurts-augmented",
+          "With augmented positive pairs, a large hardness (beta = 6) does worse than beta = 1.",
+          "Fig. 4 (left, middle) shows that for vision problems, taking larger β does not necessarily "
+          "lead to better representations", f"{_HCL}, §6.1, Fig. 4 (left) (effect not stated in the text)",
+          "fashion_mnist", "hard-6", "hard", "linear_top1", ClaimTest("superiority")),
+    Claim("optimal-k-grows-with-classes",
+          "The optimal number of negatives grows with the number of classes: going from K = 1 to K = 16 "
+          "negatives helps more with C = 16 classes than with C = 4 (the paired interaction contrast).",
+          "we find that the optimal choice of K, indicated by solid black circles, slowly increases as C "
+          "increases. Both of these empirical findings support the theoretical predictions",
+          "Ash et al. (AISTATS 2022), §6.1, Fig. 3 (left), mean classifier (effect not stated in the text)",
+          "ash_tradeoff", "C16-K1", "C16-K16", "mean_top1", ClaimTest("superiority"),
+          terms=(Term("C16-K16", "mean_top1", 1.0), Term("C16-K1", "mean_top1", -1.0),
+                 Term("C4-K16", "mean_top1", -1.0), Term("C4-K1", "mean_top1", 1.0))),
+    Claim("arora-lemma-4-3-holds",
+          "The mean classifier's supervised loss is within Arora et al.'s bound: L_sup^mu(f) <= "
+          "(L_un(f) - tau) / (1 - tau), measured on held-out features of the trained encoders.",
+          "For all f ∈ F, L^μ_sup(f) ≤ (1/(1−τ)) (L_un(f) − τ)",
+          "Arora et al. (ICML 2019), §4, Lemma 4.3 (a theorem; logistic loss in bits, empirical class "
+          "prior, Gen_M omitted)", "latent", "infonce", "infonce", "lemma_4_3 (bound − measured)",
+          ClaimTest("superiority"), unit="bits",
+          terms=(Term("infonce", "lemma_4_3_bound", 1.0), Term("infonce", "lemma_4_3_measured", -1.0))),
     Claim("hard-beats-infograph", "Hard negatives improve InfoGraph's graph representations.", _FIG3,
           f"{_HCL}, §5.2, Fig. 3 (effect: at least +0.5 points, MUTAG / IMDB-B)", "graphs", "infograph",
           "hard", "svm_cv", ClaimTest("superiority", paper_effect=0.005)),

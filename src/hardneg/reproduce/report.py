@@ -14,32 +14,54 @@ _COLUMNS = (
     "claim", "verdict", "text", "quote", "source", "data", "setting", "metric", "test", "margin",
     "paper_effect", "baseline", "contender", "baseline_mean", "baseline_std", "contender_mean",
     "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high", "half_width", "wins", "seeds", "p_value",
-    "p_holm", "folder", "command",
+    "p_holm", "statistic", "unit", "folder", "command",
 )
 _NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
 
 
-def _pp(x: float) -> str:
-    return f"{100 * x:+.2f}"
+def _scale(r: dict[str, Any]) -> tuple[float, str]:
+    """Accuracies are printed ×100 in points; other units (bits) as they are."""
+    unit = r.get("unit") or "points"
+    return (100.0, "points") if unit == "points" else (1.0, unit)
+
+
+def _pp(x: float, r: dict[str, Any] | None = None) -> str:
+    k, _ = _scale(r or {})
+    return f"{k * x:+.2f}" if k == 100.0 else f"{k * x:+.3g}"
 
 
 def _effect(r: dict[str, Any]) -> str:
+    k, _ = _scale(r)
     if r.get("test") == "equivalence":
-        return f"parity (±{100 * r['margin']:.1f})"
+        return f"parity (±{k * r['margin']:.1f})"
     effect = r.get("paper_effect")
-    return f"{_pp(effect)}" if effect is not None else "not stated"
+    return f"{_pp(effect, r)}" if effect is not None else "not stated"
 
 
 def _difference(r: dict[str, Any]) -> str:
+    k, unit = _scale(r)
+    suffix = "" if unit == "points" else f" {unit}"
     if math.isnan(r.get("half_width", math.nan)):
-        return f"{_pp(r['diff_mean'])} (no interval)"
-    return f"{_pp(r['diff_mean'])} ± {100 * r['half_width']:.2f}"
+        return f"{_pp(r['diff_mean'], r)}{suffix} (no interval)"
+    width = f"{k * r['half_width']:.2f}" if unit == "points" else f"{k * r['half_width']:.3g}"
+    return f"{_pp(r['diff_mean'], r)} ± {width}{suffix}"
+
+
+def _terms(r: dict[str, Any]) -> str:
+    """Each term of the claim's statistic: ``name mean ± std`` (% for accuracies)."""
+    k, unit = _scale(r)
+    pct = " %" if unit == "points" else f" {unit}"
+    terms = r.get("terms") or {
+        r[side]: (r.get(f"{side}_mean", math.nan), r.get(f"{side}_std", math.nan))
+        for side in ("baseline", "contender")
+    }
+    return ", ".join(f"{name} {k * m:.4g} ± {k * s:.2g}{pct}" for name, (m, s) in terms.items())
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
     """One line per claim: data, metric, difference ± 95 % half-width, the paper's effect, Holm p, verdict."""
-    lines = ["| claim | data | metric | difference (pp, 95 % CI) | paper's effect (pp) | p (Holm) "
-             "| verdict |",
+    lines = ["| claim | data | metric | difference (95 % CI; points unless stated) | paper's effect "
+             "| p (Holm) | verdict |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["verdict"] in _NO_RESULT:
@@ -91,15 +113,15 @@ def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | N
                 lines += [f"*To run it.* `{r['command']}`", ""]
             continue
         margin = "" if r["margin"] is None else f", margin ±{100 * r['margin']:.1f} points"
+        k, unit = _scale(r)
+        statistic = r.get("statistic") or f"{r['contender']} − {r['baseline']}"
+        points = " points" if unit == "points" else ""
         lines += [
             f"*Data.* {r['data']}. *Setting.* {r['setting']}; metric `{r['metric']}` ({r['test']}{margin}).",
             "",
-            f"*Measured.* {r['baseline']} {100 * r.get('baseline_mean', math.nan):.2f} ± "
-            f"{100 * r.get('baseline_std', math.nan):.2f} %, {r['contender']} "
-            f"{100 * r.get('contender_mean', math.nan):.2f} ± "
-            f"{100 * r.get('contender_std', math.nan):.2f} %; "
-            f"paired difference {_difference(r)} points (std {100 * r['diff_std']:.2f}), higher on "
-            f"{r['wins']} of {r['seeds']} seeds; p = {r['p_value']:.3g}, Holm-adjusted {r['p_holm']:.3g}; "
+            f"*Measured.* {_terms(r)}; per seed `{statistic}` = {_difference(r)}{points} "
+            f"(std {k * r['diff_std']:.3g}), positive on {r['wins']} of {r['seeds']} seeds; "
+            f"p = {r['p_value']:.3g}, Holm-adjusted {r['p_holm']:.3g}; "
             f"the paper's effect: {_effect(r)} (runs in `{r['folder']}`).",
             "",
         ]

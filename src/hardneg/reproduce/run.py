@@ -13,6 +13,7 @@ its embedded fallback (the report says which ran) or is listed with the command 
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 import time
@@ -24,7 +25,14 @@ from typing import Any
 from hardneg.config.errors import ConfigError
 from hardneg.reproduce.claims import BUDGETS, CLAIMS, EXPERIMENTS, Claim, Experiment
 
-__all__ = ["ReproduceInterrupted", "ReproduceResult", "command_for", "experiment_config", "run_reproduce"]
+__all__ = [
+    "ReproduceInterrupted",
+    "ReproduceResult",
+    "claim_values",
+    "command_for",
+    "experiment_config",
+    "run_reproduce",
+]
 
 ALPHA = 0.05  # family-wise error rate of one report
 
@@ -105,33 +113,90 @@ def _setting(exp: Experiment, cfg: Any) -> str:
             f"seeds {list(cfg.compare.seeds)}")
 
 
-def _diffs(claim: Claim, result: Any) -> tuple[list[float], dict[str, tuple[float, float]]]:
-    from hardneg.pipeline.groups import run_seed
+def _value(run: Any, metric: str) -> float:
+    """``metric`` of one run: from its evaluation, or derived from its files (:mod:`.derived`)."""
+    from hardneg.reproduce.derived import DERIVED, derived_metric
 
-    by = {label: {run_seed(r): r.eval for r in rs} for label, rs in result.runs.items()}
-    base, cont = by.get(claim.baseline, {}), by.get(claim.contender, {})
-    seeds = sorted(s for s in base if s in cont and claim.metric in base[s] and claim.metric in cont[s])
-    diffs = [float(cont[s][claim.metric]) - float(base[s][claim.metric]) for s in seeds]
-    table = {k: result.table[k][claim.metric] for k in (claim.baseline, claim.contender)
-             if claim.metric in result.table.get(k, {})}
-    return diffs, table
+    if metric in DERIVED:
+        return derived_metric(run.run_dir, metric)
+    return float(run.eval[metric])
+
+
+def claim_values(
+    claim: Claim, runs: Mapping[str, Mapping[int, Any]]
+) -> tuple[list[float], dict[str, list[float]]]:
+    """The claim's statistic per seed, and each term's values, from ``runs`` (label → seed → run).
+
+    The statistic of seed k is ``Σ weight × metric(strategy, k)`` over the claim's terms
+    (:attr:`Claim.contrast`; by default ``contender − baseline``), on the seeds where every term was
+    measured. Returns ``(statistics, {"strategy metric": values})``.
+    """
+    terms = claim.contrast
+    seeds = sorted(set.intersection(*(set(runs.get(t.strategy, {})) for t in terms)))
+    stats: list[float] = []
+    sides: dict[str, list[float]] = {f"{t.strategy} {t.metric}": [] for t in terms}
+    for s in seeds:
+        try:
+            values = [_value(runs[t.strategy][s], t.metric) for t in terms]
+        except KeyError:  # a metric the run did not evaluate: that seed is not paired
+            continue
+        stats.append(sum(t.weight * v for t, v in zip(terms, values)))
+        for t, v in zip(terms, values):
+            sides[f"{t.strategy} {t.metric}"].append(v)
+    return stats, sides
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    import numpy as np
+
+    if not values:
+        return math.nan, math.nan
+    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
+
+
+def _measured(claim: Claim, sides: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+    """Row fields: every term's mean ± std, and baseline/contender (the first term of each sign)."""
+    out: dict[str, Any] = {"terms": {k: _mean_std(v) for k, v in sides.items()}}
+    for side, positive in (("contender", True), ("baseline", False)):
+        term = next(t for t in claim.contrast if (t.weight > 0) == positive)
+        out[f"{side}_mean"], out[f"{side}_std"] = out["terms"][f"{term.strategy} {term.metric}"]
+    return out
 
 
 def _row(claim: Claim, **extra: Any) -> dict[str, Any]:
     t = claim.test
     return {"claim": claim.id, "text": claim.text, "quote": claim.quote, "source": claim.source,
             "metric": claim.metric, "baseline": claim.baseline, "contender": claim.contender,
+            "statistic": _statistic(claim), "unit": claim.unit,
             "test": t.kind, "margin": t.margin, "paper_effect": t.paper_effect, **extra}
 
 
-def _in_points(res: Any) -> str:
-    """The verdict with its margin or half-width in points of accuracy, as the report's numbers."""
+def _statistic(claim: Claim) -> str:
+    """The contrast in words: ``hard − simclr`` or ``(C16-K16 − C16-K1) − ...`` with metrics when mixed."""
+    metrics = {t.metric for t in claim.contrast}
+    parts = []
+    for i, t in enumerate(claim.contrast):
+        name = t.strategy if len(metrics) == 1 else f"{t.strategy}:{t.metric}"
+        w = abs(t.weight)
+        sign = ("−" if t.weight < 0 else "+") if i else ("−" if t.weight < 0 else "")
+        parts.append(f"{sign} {'' if w == 1 else f'{w:g}×'}{name}".strip())
+    return " ".join(parts)
+
+
+def scale(unit: str) -> tuple[float, str]:
+    """How a claim's numbers are printed: accuracies ×100 in points, losses as they are, in bits."""
+    return (100.0, "points") if unit == "points" else (1.0, unit)
+
+
+def _in_units(res: Any, unit: str) -> str:
+    """The verdict with its margin or half-width in the report's units (points of accuracy, or bits)."""
     from hardneg.reproduce.statistics import EQUIVALENT, INCONCLUSIVE
 
+    k, name = scale(unit)
     if res.outcome == EQUIVALENT:
-        return f"reproduced (equivalent within ±{100 * res.test.margin:.1f} points)"
+        return f"reproduced (equivalent within ±{k * res.test.margin:.1f} {name})"
     if res.outcome == INCONCLUSIVE:
-        return f"inconclusive at ±{100 * res.half_width:.2f} points"
+        return f"inconclusive at ±{k * res.half_width:.2f} {name}"
     return str(res.verdict)
 
 
@@ -152,11 +217,12 @@ def judge_rows(
         against = res.outcome in (CONTRADICTED, NOT_EQUIVALENT)
         r.update(diff_mean=res.mean, diff_std=res.std, seeds=res.n, wins=res.wins, half_width=res.half_width,
                  ci_low=res.mean - res.half_width, ci_high=res.mean + res.half_width, p_value=res.p_value,
-                 p_holm=res.p_holm, outcome=res.outcome, verdict=_in_points(res),
+                 p_holm=res.p_holm, outcome=res.outcome, verdict=_in_units(res, r.get("unit", "points")),
                  direction="supported" if supported else "against" if against else "neither")
         effect, base = r["paper_effect"], r.get("baseline_mean")
         firm = supported or against
-        if effect is not None and base is not None and not firm and 1.0 - base < effect:
+        accuracy = r.get("unit", "points") == "points"
+        if accuracy and effect is not None and base is not None and not firm and 1.0 - base < effect:
             r["verdict"] = (f"inconclusive (ceiling: the baseline's {100 * base:.1f} % leaves "
                             f"{100 * (1 - base):.1f} points, less than the paper's effect of "
                             f"{100 * effect:.1f})")
@@ -227,11 +293,13 @@ def run_reproduce(
             raise ReproduceInterrupted(
                 ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start)
             ) from None
+        from hardneg.pipeline.groups import run_seed
+
+        runs = {label: {run_seed(r): r for r in rs} for label, rs in result.runs.items()}
         for c in mine:
-            diffs[c.id], table = _diffs(c, result)
-            means = {f"{side}_{stat}": table[name][i] for side, name in (("baseline", c.baseline),
-                     ("contender", c.contender)) if name in table for i, stat in enumerate(("mean", "std"))}
-            rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder), **means))
+            diffs[c.id], sides = claim_values(c, runs)
+            rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder),
+                             **_measured(c, sides)))
     judge_rows(rows, diffs)
     write_report(rows, root / budget, budget=budget)
     return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start)

@@ -1,0 +1,62 @@
+"""Metrics a claim reads from a finished run's files rather than from its ``metrics.json``.
+
+Arora et al.'s Lemma 4.3 (Arora, Khandeparkar, Khodak, Plevrakis, Saunshi, ICML 2019, §4): for
+every representation f,
+
+    L^μ_sup(f) ≤ (L_un(f) − τ) / (1 − τ),
+
+with L^μ_sup the mean classifier's average binary supervised loss (Def. 2.2), L_un the
+unsupervised loss with one negative (eq. 5), τ the probability that the negative shares the
+anchor's class, and ℓ the logistic loss in base 2 (ℓ(v) = log₂(1 + e^{−v}), ℓ(0) = 1, as the lemma
+assumes). Both sides are measured on the run's test features (``features.npz``: the encoder's
+representation of held-out latent-class samples, whose same-class pairs follow the training
+distribution of positive pairs) by :func:`hardneg.theory.measure.measure_bounds`, with the
+empirical class prior and Gen_M omitted (population quantities of the empirical distribution).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["DERIVED", "derived_metric"]
+
+LEMMA_4_3_MEASURED = "lemma_4_3_measured"
+LEMMA_4_3_BOUND = "lemma_4_3_bound"
+
+
+@lru_cache(maxsize=64)
+def _lemma_4_3(run_dir: Path, mtime_ns: int) -> dict[str, float]:
+    from hardneg.theory.measure import load_features, measure_bounds
+
+    del mtime_ns  # part of the cache key only: a rewritten features file is measured again
+    features, labels = load_features(run_dir)
+    report = measure_bounds(features, labels, num_negatives=1, loss="logistic", seed=0)
+    row = next(r for r in report.rows if r.theorem == "Arora Lemma 4.3")
+    return {LEMMA_4_3_MEASURED: row.measured, LEMMA_4_3_BOUND: row.bound}
+
+
+def _features_lemma(run_dir: Path) -> dict[str, float]:
+    path = run_dir / "features.npz"
+    if not path.is_file():
+        raise FileNotFoundError(f"no features file at {path}: the run did not save its test features")
+    return _lemma_4_3(run_dir, path.stat().st_mtime_ns)
+
+
+DERIVED: dict[str, Callable[[Path], dict[str, float]]] = {
+    LEMMA_4_3_MEASURED: _features_lemma,
+    LEMMA_4_3_BOUND: _features_lemma,
+}
+"""Metric name → the function computing it (with its siblings) from a run folder."""
+
+
+def derived_metric(run_dir: str | Path, metric: str) -> float:
+    """The value of derived ``metric`` for the run in ``run_dir`` (see :data:`DERIVED`).
+
+    Raises ``KeyError`` naming the known metrics for an unknown one, ``FileNotFoundError`` when
+    the run folder lacks the file the metric is measured on.
+    """
+    if metric not in DERIVED:
+        raise KeyError(f"unknown derived metric {metric!r}; known: {sorted(DERIVED)}")
+    return DERIVED[metric](Path(run_dir))[metric]
