@@ -12,7 +12,7 @@ import math
 
 from hardneg._validation import check_positive
 
-__all__ = ["BetaAnnealing", "annealed_beta"]
+__all__ = ["LR_SCHEDULES", "BetaAnnealing", "annealed_beta", "lr_factor"]
 
 _DIRECTIONS = ("down", "up")
 
@@ -81,3 +81,35 @@ class BetaAnnealing:
             f"BetaAnnealing(beta={self.beta}, num_changes={self.num_changes}, "
             f"num_epochs={self.num_epochs}, direction={self.direction!r})"
         )
+
+
+LR_SCHEDULES = ("constant", "cosine")
+
+
+def lr_factor(epoch: int, *, num_epochs: int, warmup_epochs: int = 0, schedule: str = "constant") -> float:
+    r"""The learning rate of ``epoch`` (0-based) as a factor of the base rate.
+
+    A linear warm-up over the first ``w = warmup_epochs`` epochs, ``(epoch + 1) / w``, then
+    ``"constant"`` (1) or ``"cosine"`` decay over the remaining ``E − w`` epochs (Loshchilov &
+    Hutter, ICLR 2017, without restarts; the schedule of SimCLR, Chen et al., ICML 2020):
+
+        factor(epoch) = ½ (1 + cos(π (epoch − w) / (E − w))),   w ≤ epoch < E.
+
+    >>> [round(lr_factor(e, num_epochs=4, warmup_epochs=1, schedule="cosine"), 3) for e in range(4)]
+    [1.0, 1.0, 0.75, 0.25]
+    """
+    if schedule not in LR_SCHEDULES:
+        raise ValueError(f"schedule must be one of {LR_SCHEDULES}, got {schedule!r}")
+    if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs < 1:
+        raise ValueError(f"num_epochs must be an int >= 1, got {num_epochs!r}")
+    bad_type = isinstance(warmup_epochs, bool) or not isinstance(warmup_epochs, int)
+    if bad_type or not 0 <= warmup_epochs < num_epochs:
+        raise ValueError(
+            f"warmup_epochs must be an int in [0, num_epochs = {num_epochs}), got {warmup_epochs!r}"
+        )
+    if epoch < warmup_epochs:
+        return (epoch + 1) / warmup_epochs
+    if schedule == "constant":
+        return 1.0
+    progress = min(epoch - warmup_epochs, num_epochs - warmup_epochs) / (num_epochs - warmup_epochs)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))

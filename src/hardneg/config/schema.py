@@ -155,6 +155,12 @@ class TrainConfig(Section):
     grad_cache_chunk: int | None = Field(None, ge=1, description="embed in chunks of this size (GradCache)")
     gradient_clip_norm: float | None = Field(None, gt=0.0, description="clip the gradient's L2 norm (QT: 5)")
     progress: bool = Field(True, description="show a progress bar")
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="per-epoch learning rate: constant, or cosine decay to 0 (SimCLR)"
+    )
+    warmup_epochs: int = Field(0, ge=0, description="linear warm-up epochs before the schedule")
+    accumulate_grad_batches: int = Field(1, ge=1, description="optimiser step every k batches")
+    num_workers: int = Field(0, ge=0, description="DataLoader worker processes (0: the main process)")
 
 
 class MocoConfig(Section):
@@ -256,3 +262,8 @@ class RunConfig(Section):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     compare: CompareConfig = Field(default_factory=CompareConfig)
     sweep: SweepConfig = Field(default_factory=SweepConfig)
+    trainer: dict[str, Any] = Field(
+        default_factory=dict,
+        description="further lightning.Trainer arguments (e.g. num_nodes, max_time, limit_train_batches); "
+        "arguments the pipeline sets from its own keys are refused naming that key",
+    )

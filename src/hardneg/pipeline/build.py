@@ -81,6 +81,9 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
         use_labels=cfg.data.dataset != "random",  # noise images carry meaningless labels
         grad_cache_chunk=t.grad_cache_chunk,
         step=functools.partial(modality.step, cfg) if own_step else None,
+        lr_schedule=t.lr_schedule,
+        warmup_epochs=t.warmup_epochs,
+        num_epochs=t.epochs,
     )
     return module, callbacks
 

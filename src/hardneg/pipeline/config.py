@@ -76,7 +76,8 @@ __all__ = [
 ]
 
 COMPONENT_SECTIONS = ("loss.negatives", "loss.objective")
-_LEAF_DICTS = {"sweep.grid", *COMPONENT_SECTIONS}  # dict-valued keys replaced as a whole
+_LEAF_DICTS = {"sweep.grid", "trainer", *COMPONENT_SECTIONS}  # dict-valued keys replaced as a whole
+_FREE_SECTIONS = ("trainer",)  # any key (checked against lightning.Trainer by validate())
 _FLOAT = re.compile(r"^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$", re.IGNORECASE)
 
 
@@ -172,6 +173,9 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
                 )
             node = child
         leaf = parts[-1]
+        if len(parts) == 2 and parts[0] in _FREE_SECTIONS:
+            node[leaf] = copy.deepcopy(value)
+            continue
         section = _component_section(parts)
         if section is not None and len(parts) == 3:
             if leaf == "name":
@@ -390,6 +394,20 @@ def _check_cross(cfg: RunConfig, modality: Modality) -> None:
             "invalid value for 'train.gradient_clip_norm': GradCache steps the optimiser itself; must be "
             f"null with train.grad_cache_chunk, got {cfg.train.gradient_clip_norm}"
         )
+    if cfg.train.accumulate_grad_batches > 1 and cfg.train.grad_cache_chunk is not None:
+        raise ConfigError(
+            "invalid value for 'train.accumulate_grad_batches': GradCache steps the optimiser itself; must "
+            f"be 1 with train.grad_cache_chunk, got {cfg.train.accumulate_grad_batches}"
+        )
+    if cfg.train.warmup_epochs >= cfg.train.epochs:
+        raise ConfigError(
+            f"invalid value for 'train.warmup_epochs': must be < train.epochs = {cfg.train.epochs}, "
+            f"got {cfg.train.warmup_epochs}"
+        )
+    if cfg.trainer:
+        from hardneg.pipeline.trainer_options import check_trainer_options
+
+        check_trainer_options(cfg.trainer)
 
 
 def _check_dotted(cfg: RunConfig, overrides: dict[str, Any], where: str) -> None:

@@ -105,6 +105,8 @@ def build_trainer(
     tensorboard: bool = True,
     resume_epoch: int | None = None,
     gradient_clip_norm: float | None = None,
+    accumulate_grad_batches: int = 1,
+    options: dict[str, Any] | None = None,
 ) -> L.Trainer:
     """A ``Trainer`` that checkpoints every epoch and on interruption, logging CSV + TensorBoard.
 
@@ -121,7 +123,13 @@ def build_trainer(
             its rows up to that epoch instead of starting a new file.
         gradient_clip_norm: clip the gradient's global L2 norm to this value before each
             optimiser step (``None``: no clipping).
+        accumulate_grad_batches: step the optimiser every k batches.
+        options: further ``lightning.Trainer`` arguments (the config's ``trainer`` section,
+            checked by :func:`~hardneg.pipeline.trainer_options.check_trainer_options`).
     """
+    from hardneg.pipeline.trainer_options import check_trainer_options
+
+    check_trainer_options(options or {})
     from lightning.pytorch.loggers import Logger
 
     from hardneg.pipeline.checkpoints import AtomicCheckpointIO
@@ -173,4 +181,6 @@ def build_trainer(
         benchmark=False,
         gradient_clip_val=gradient_clip_norm,
         gradient_clip_algorithm="norm" if gradient_clip_norm is not None else None,
+        accumulate_grad_batches=accumulate_grad_batches,
+        **(options or {}),
     )

@@ -161,6 +161,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         batch_size=t.batch_size,
         seed=cfg.seed,
         drop_last=t.drop_last,
+        num_workers=t.num_workers,
     )
     trainer = build_trainer(
         run_dir=run,
@@ -175,6 +176,8 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         progress=t.progress and not quiet,
         resume_epoch=int(found[1].get("epoch", 0)) if found else None,
         gradient_clip_norm=t.gradient_clip_norm,
+        accumulate_grad_batches=t.accumulate_grad_batches,
+        options=dict(cfg.trainer),
     )
     # Always an explicit choice: the last finished epoch's intact checkpoint, or none (from scratch:
     # no OnExceptionCheckpoint is configured, so Lightning does not turn None into "last").

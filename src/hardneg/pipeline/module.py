@@ -23,6 +23,7 @@ by :mod:`hardneg.pipeline.experiment`.
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -82,8 +83,15 @@ class ContrastiveModule(L.LightningModule):
         use_labels: bool = True,
         grad_cache_chunk: int | None = None,
         step: Callable[..., LossOutput] | None = None,
+        lr_schedule: str = "constant",
+        warmup_epochs: int = 0,
+        num_epochs: int = 1,
     ) -> None:
         super().__init__()
+        from hardneg.schedules import lr_factor
+
+        lr_factor(0, num_epochs=num_epochs, warmup_epochs=warmup_epochs, schedule=lr_schedule)  # checks
+        self.lr_schedule, self.warmup_epochs, self.num_epochs = lr_schedule, warmup_epochs, num_epochs
         if mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
         if optimizer not in ("adam", "sgd"):
@@ -134,11 +142,25 @@ class ContrastiveModule(L.LightningModule):
         self.timings: dict[str, float] = defaultdict(float)
 
     # -- optimisation -------------------------------------------------------------------------
-    def configure_optimizers(self) -> torch.optim.Optimizer:
+    def configure_optimizers(self) -> Any:
+        """The optimiser, and a per-epoch learning-rate schedule unless it is constant without warm-up
+        (:func:`hardneg.schedules.lr_factor`; stepped by Lightning, or by this module's epoch end
+        under manual optimisation)."""
+        from hardneg.schedules import lr_factor
+
         params = [p for p in self.encoder.parameters() if p.requires_grad]
+        opt: torch.optim.Optimizer
         if self.optimizer_name == "adam":
-            return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
-        return torch.optim.SGD(params, lr=self.lr, weight_decay=self.weight_decay, momentum=self.sgd_momentum)
+            opt = torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+        else:
+            opt = torch.optim.SGD(params, lr=self.lr, weight_decay=self.weight_decay,
+                                  momentum=self.sgd_momentum)
+        if self.lr_schedule == "constant" and self.warmup_epochs == 0:
+            return opt
+        factor = functools.partial(lr_factor, num_epochs=self.num_epochs, warmup_epochs=self.warmup_epochs,
+                                   schedule=self.lr_schedule)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """``(h, z)`` of the online encoder."""
@@ -234,10 +256,13 @@ class ContrastiveModule(L.LightningModule):
     def on_train_epoch_start(self) -> None:
         self._epoch_sums = defaultdict(float)
         self._epoch_count = 0
+        optimizers = self.trainer.optimizers
+        self._epoch_lr = float(optimizers[0].param_groups[0]["lr"]) if optimizers else float(self.lr)
 
     def on_train_epoch_end(self) -> None:
         n = max(1, self._epoch_count)
         row: dict[str, float] = {"epoch": float(self.current_epoch)}
+        row["lr"] = self._epoch_lr  # Lightning may already have stepped the schedule for the next epoch
         beta = getattr(self.loss_fn.negatives, "beta", None)
         if beta is not None:
             row["beta"] = float(beta)
@@ -260,6 +285,10 @@ class ContrastiveModule(L.LightningModule):
         for logger in self.loggers:
             logger.log_metrics(metrics, step=self.global_step)
             logger.save()
+        if not self.automatic_optimization:  # Lightning steps schedulers only under automatic optimisation
+            scheduler = self.lr_schedulers()
+            if scheduler is not None:
+                scheduler.step()  # type: ignore[union-attr]
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["hardneg_history"] = copy.deepcopy(self.history)

@@ -1,0 +1,62 @@
+"""The ``trainer:`` section: further ``lightning.Trainer`` arguments, checked before any training.
+
+Any keyword of ``lightning.Trainer`` may be given (``trainer.num_nodes=2``, ``trainer.max_time=…``,
+``trainer.limit_train_batches=0.1``, ``trainer.profiler=simple``, …) except those the pipeline sets
+from its own keys or needs for its guarantees (resume from the last finished epoch, atomic
+checkpoints, one log per run folder): those are refused with the key to use instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from hardneg.config.errors import ConfigError
+
+__all__ = ["OWNED", "check_trainer_options"]
+
+OWNED: dict[str, str] = {
+    "max_epochs": "train.epochs",
+    "accelerator": "train.accelerator",
+    "devices": "train.devices",
+    "strategy": "train.strategy",
+    "precision": "train.precision",
+    "deterministic": "train.deterministic",
+    "log_every_n_steps": "train.log_every_n_steps",
+    "enable_progress_bar": "train.progress",
+    "gradient_clip_val": "train.gradient_clip_norm",
+    "gradient_clip_algorithm": "train.gradient_clip_norm",
+    "accumulate_grad_batches": "train.accumulate_grad_batches",
+    "default_root_dir": "out_dir and name (the run folder)",
+    "logger": "the run folder's CSV and TensorBoard logs (set by the pipeline)",
+    "callbacks": "the pipeline's callbacks (checkpoints every epoch, online evaluation)",
+    "plugins": "the pipeline's atomic checkpoint writer",
+    "enable_checkpointing": "the pipeline's checkpoints (needed to resume)",
+    "use_distributed_sampler": "the pipeline's seeded sampler",
+    "num_sanity_val_steps": "nothing: the pipeline has no validation loop",
+    "limit_val_batches": "nothing: the pipeline has no validation loop",
+    "benchmark": "train.deterministic",
+}
+
+
+@lru_cache(maxsize=1)
+def _trainer_parameters() -> tuple[str, ...]:
+    import lightning as L
+
+    return tuple(p for p in inspect.signature(L.Trainer.__init__).parameters if p != "self")
+
+
+def check_trainer_options(options: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` for a key that is not a ``lightning.Trainer`` argument, or one the
+    pipeline owns (naming the key to use instead)."""
+    if not options:
+        return
+    valid = _trainer_parameters()
+    for key in options:
+        if key in OWNED:
+            raise ConfigError(f"invalid key 'trainer.{key}': the pipeline sets it; use {OWNED[key]}")
+        if key not in valid:
+            allowed = sorted(k for k in valid if k not in OWNED)
+            raise ConfigError(f"unknown key 'trainer.{key}': lightning.Trainer takes {allowed}")
