@@ -162,7 +162,8 @@ EXPERIMENTS: dict[str, Experiment] = {
             config="latent_classes",
             strategies=_LATENT,
             budgets={
-                "small": {"train.epochs": 10, **_SMALL},
+                # runs of two seconds: in this process (a spawned worker takes longer to start)
+                "small": {"train.epochs": 10, **_SMALL, "compare.workers": 1},
                 "full": {"train.epochs": 30, **_FULL},
             },
             setting="Arora et al.'s latent-class model: 10 classes, true positive pairs, MLP, batch 256",
@@ -172,7 +173,8 @@ EXPERIMENTS: dict[str, Experiment] = {
             config="theory_ash_tradeoff",
             strategies=_ASH,
             budgets={
-                "small": {"compare.seeds": list(range(10)), "compare.workers": 2, "eval.figures": False},
+                # runs of a second: in this process (a spawned worker would take longer to start)
+                "small": {"compare.seeds": list(range(10)), "compare.workers": 1, "eval.figures": False},
                 "full": {"train.epochs": 5, "data.latent.train_size": 12800, "compare.seeds": list(range(10)),
                          "compare.workers": 2, "eval.figures": False},
             },
