@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,12 @@ WORLD, B, D = 2, 3, 4
 
 def _configs() -> dict[str, ContrastiveLoss]:
     return {
-        "simclr": ContrastiveLoss(temperature=0.5),
-        "hcl": ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=Hard(beta=1.0)),
+        "simclr": ContrastiveLoss(temperature=0.5, gather_distributed=True),
+        "hcl": ContrastiveLoss(
+            temperature=0.5, tau_plus=0.1, negatives=Hard(beta=1.0), gather_distributed=True
+        ),
         "hcl_tiled": ContrastiveLoss(
+            gather_distributed=True,
             temperature=0.5,
             tau_plus=0.1,
             negatives=Hard(beta=1.0),
@@ -33,6 +37,7 @@ def _configs() -> dict[str, ContrastiveLoss]:
             tile_size=4,
         ),
         "oracle_triplet": ContrastiveLoss(
+            gather_distributed=True,
             temperature=0.5, negatives=CollisionFree(base=Hard(beta=0.5)), objective=Triplet(margin=0.5)
         ),
     }
@@ -63,18 +68,23 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
         for name, loss_fn in _configs().items():
             a = z1[sl].clone().requires_grad_(True)
             b = z2[sl].clone().requires_grad_(True)
-            loss = loss_fn(a, b, labels=labels[sl])
-            loss.backward()
+            with warnings.catch_warnings():  # no deprecated call (torch.distributed.nn warned)
+                warnings.simplefilter("error", DeprecationWarning)
+                warnings.simplefilter("error", FutureWarning)
+                loss = loss_fn(a, b, labels=labels[sl])
+                loss.backward()
             result[name] = (loss.detach(), a.grad, b.grad)
         scores = gathered_simclr_scores(z1[sl], z2[sl], temperature=0.5)
         result["mask"] = scores.mask
         # DDP: parameter gradients averaged over ranks == single-process gradients
         model = nn.parallel.DistributedDataParallel(_model())
-        loss_fn = ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=Hard(beta=1.0))
+        loss_fn = ContrastiveLoss(
+            temperature=0.5, tau_plus=0.1, negatives=Hard(beta=1.0), gather_distributed=True
+        )
         loss = loss_fn(model(x[sl, 0]), model(x[sl, 1]))
         loss.backward()
         result["ddp"] = [p.grad.detach().clone() for p in model.parameters()]
-        off = ContrastiveLoss(gather_distributed=False)(z1[sl], z2[sl])
+        off = ContrastiveLoss()(z1[sl], z2[sl])  # the default: not gathered
         result["off"] = off.detach()
         torch.save(result, Path(out_dir) / f"rank{rank}.pt")
     finally:
@@ -122,7 +132,7 @@ def test_two_processes_equal_one_process(tmp_path: Path) -> None:
     for rank_result in results:
         for got, p in zip(rank_result["ddp"], model.parameters()):
             torch.testing.assert_close(got, p.grad)
-    # gather_distributed=False: the local loss only
+    # gather_distributed=False (the default): the local loss only
     torch.testing.assert_close(results[0]["off"], ContrastiveLoss()(z1[:B], z2[:B]))
 
 

@@ -77,15 +77,28 @@ class MemoryQueue(nn.Module):
         self.register_buffer("filled", torch.zeros((), dtype=torch.long))
         if self.with_labels:
             self.register_buffer("labels", torch.full((self.size,), -1, dtype=torch.long))
+        self._filled_seen: tuple[Tensor, int, int] | None = None
+
+    def _filled(self) -> int:
+        """``filled`` as a Python int, read from the buffer once per value: cached against the
+        buffer object and its version counter (an enqueue replaces it, ``load_state_dict`` and
+        ``.to()`` write or replace it), so a training step reads no tensor value for it."""
+        seen, buf = self._filled_seen, self.filled
+        if seen is None or seen[0] is not buf or seen[1] != buf._version:
+            seen = (buf, buf._version, int(buf))
+            self._filled_seen = seen
+        return seen[2]
 
     def __len__(self) -> int:
-        return int(self.filled)
+        return self._filled()
 
     @torch.no_grad()
-    def enqueue(self, keys: Tensor, labels: Tensor | None = None) -> None:
+    def enqueue(self, keys: Tensor, labels: Tensor | None = None, *, check_finite: bool = True) -> None:
         """Append keys (B, dim) (detached, cast to the queue's dtype); the oldest are dropped first.
 
-        If B > size only the last ``size`` keys are kept.
+        If B > size only the last ``size`` keys are kept. ``check_finite=False`` skips the
+        finiteness check (a host read), for keys already checked (:class:`QueueLoss` enqueues the
+        keys its loss call has just validated).
         """
         if not isinstance(keys, Tensor) or keys.dim() != 2 or keys.shape[1] != self.dim:
             got: object = tuple(keys.shape) if isinstance(keys, Tensor) else type(keys).__name__
@@ -99,7 +112,7 @@ class MemoryQueue(nn.Module):
                 )
         elif labels is not None:
             raise ValueError("labels were given but the queue was built with with_labels=False")
-        if not bool(torch.isfinite(keys).all()):
+        if check_finite and not bool(torch.isfinite(keys).all()):
             bad = int((~torch.isfinite(keys)).any(dim=1).sum())
             raise ValueError(
                 f"keys must be finite, got {bad} of {keys.shape[0]} rows with NaN or Inf "
@@ -110,12 +123,14 @@ class MemoryQueue(nn.Module):
             keys = keys[-self.size :]
             labels = None if labels is None else labels[-self.size :]
         b = keys.shape[0]
+        filled = min(self._filled() + b, self.size)
         slots = (self.pointer + torch.arange(b, device=self.keys.device)) % self.size
         self.keys = self.keys.index_copy(0, slots, keys)
         if self.with_labels and labels is not None:
             self.labels = self.labels.index_copy(0, slots, labels.detach().to(self.labels.device, torch.long))
         self.pointer = (self.pointer + b) % self.size
         self.filled = torch.clamp(self.filled + b, max=self.size)
+        self._filled_seen = (self.filled, self.filled._version, filled)
 
     def candidates(self) -> Tensor:
         """The valid keys (filled, dim), in storage order (no copy).
@@ -123,23 +138,23 @@ class MemoryQueue(nn.Module):
         Until the queue is full these are slots ``0 … filled−1``; afterwards all slots. The loss
         is a sum over candidates, so storage order is all it needs; see :meth:`ordered`.
         """
-        return self.keys[: int(self.filled)]
+        return self.keys[: self._filled()]
 
     def candidate_labels(self) -> Tensor:
         """Labels (filled,) of :meth:`candidates` (only with ``with_labels=True``)."""
         if not self.with_labels:
             raise ValueError("candidate_labels() needs a queue built with with_labels=True")
-        return self.labels[: int(self.filled)]
+        return self.labels[: self._filled()]
 
     def ordered(self) -> Tensor:
         """The valid keys from oldest to newest (a copy; for inspection and tests)."""
-        n = int(self.filled)
+        n = self._filled()
         if n < self.size:
             return self.keys[:n].clone()
         return torch.roll(self.keys, shifts=-int(self.pointer), dims=0)
 
     def extra_repr(self) -> str:
-        return f"size={self.size}, dim={self.dim}, filled={int(self.filled)}, with_labels={self.with_labels}"
+        return f"size={self.size}, dim={self.dim}, filled={self._filled()}, with_labels={self.with_labels}"
 
 
 class PairLoss(Protocol):
@@ -163,6 +178,7 @@ class PairLoss(Protocol):
         candidate_labels: Tensor | None = ...,
         generator: torch.Generator | None = ...,
         details: bool = ...,
+        gather: bool = ...,
     ) -> Tensor | LossOutput: ...
 
 
@@ -269,12 +285,12 @@ class QueueLoss(nn.Module):
             candidate_labels=cand_labels,
             generator=generator,
             details=details,
+            gather=False,  # the queue is the same on every rank: the enqueue gathers the keys
         )
-        if enqueue:
-            self.enqueue(k, labels)
+        if enqueue:  # a ContrastiveLoss has validated k (or validation is off): no second read
+            self._enqueue(k, labels, check_finite=not hasattr(self.loss, "validate"))
         return out
 
-    @torch.no_grad()
     def enqueue(self, k: Tensor, labels: Tensor | None = None) -> None:
         """Enqueue keys in the form in which they enter the scores: detached and, when the loss
         normalises, L2-normalised; gathered from all ranks first when distributed (with
@@ -283,6 +299,10 @@ class QueueLoss(nn.Module):
 
         Shapes: ``k`` (B, d); ``labels`` optional (B,).
         """
+        self._enqueue(k, labels, check_finite=True)
+
+    @torch.no_grad()
+    def _enqueue(self, k: Tensor, labels: Tensor | None, *, check_finite: bool) -> None:
         keys = k.detach()
         if self.loss.normalize:
             keys = F.normalize(keys, dim=1)
@@ -293,10 +313,11 @@ class QueueLoss(nn.Module):
                 if labels is not None
                 else torch.full((keys.shape[0],), -1, dtype=torch.long, device=keys.device)
             )
-        if self.loss.gather_distributed and distributed.is_distributed():
-            keys = distributed.all_gather_no_grad(keys)
-            lab = None if lab is None else distributed.all_gather_no_grad(lab)
-        self.queue.enqueue(keys, lab)
+        group = getattr(self.loss, "process_group", None)
+        if self.loss.gather_distributed and distributed.is_distributed(group):
+            keys = distributed.all_gather_no_grad(keys, group=group)
+            lab = None if lab is None else distributed.all_gather_no_grad(lab, group=group)
+        self.queue.enqueue(keys, lab, check_finite=check_finite)
 
 
 @torch.no_grad()

@@ -1,5 +1,6 @@
 """The shared-shift tile pair (one exponential for rows and columns) against the two-exponential
-steps it replaces, its refusal where the shift is unsafe, and the symmetric pass with both paths."""
+steps it replaces, the once-per-call decision that the shift is safe (no tensor read per tile),
+and the symmetric pass on both paths."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 
 from hardneg.tiled import TileMask
+from hardneg.tiled.lse import plan_tiles
 from hardneg.tiled.pair import absorb_pair_, grad_pair, safe_band
 from hardneg.tiled.stream import Scratch, absorb_, finish, grad_block
 
@@ -47,7 +49,7 @@ def test_absorb_pair_equals_a_row_and_a_column_fold(exponents: tuple[float, ...]
     want_r, want_c = (rows[0].clone(), rows[1].clone()), (cols[0].clone(), cols[1].clone())
     absorb_(*want_c, s, exponents, dim=0, consume=False)
     absorb_(*want_r, s.clone(), exponents, dim=1)
-    assert absorb_pair_(rows, cols, s.clone(), exponents, scratch=Scratch())
+    absorb_pair_(rows, cols, s.clone(), exponents, scratch=Scratch())
     for got, want in ((rows, want_r), (cols, want_c)):
         torch.testing.assert_close(finish(*got, exponents), finish(*want, exponents), rtol=1e-13, atol=0)
 
@@ -76,51 +78,102 @@ def test_grad_pair_equals_the_row_and_column_gradients(exponents: tuple[float, .
     torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-15)
 
 
-def test_an_unsafe_shift_is_refused_and_changes_nothing() -> None:
-    band = safe_band(torch.float64)
-    s = torch.zeros(4, 4, dtype=torch.float64)
-    s[0, 0] = band / 2.0 + 1.0  # row 1.. and columns 1.. lie band/2 + 1 below the tile maximum
-    rows, cols = _state(4, 2, seed=6), _state(4, 2, seed=7)
-    before = [t.clone() for t in (*rows, *cols, s)]
-    assert not absorb_pair_(rows, cols, s, (2.0, 1.0), scratch=Scratch())  # a_max = 2 doubles the gap
-    for t, b in zip((*rows, *cols, s), before, strict=True):
+def test_an_all_invalid_block_folds_nothing() -> None:
+    s = torch.full((3, 4), float("-inf"), dtype=torch.float64)
+    rows, cols = _state(3, 2, seed=6), _state(4, 2, seed=7)
+    before = [t.clone() for t in (*rows, *cols)]
+    absorb_pair_(rows, cols, s, (2.0, 1.0), scratch=Scratch(), floor=-700.0)
+    for t, b in zip((*rows, *cols), before, strict=True):
         torch.testing.assert_close(t, b, rtol=0, atol=0)
-    assert absorb_pair_(rows, cols, s.clone(), (1.0,), scratch=Scratch())  # gap band/2 + 1 < band
-    lse = torch.zeros(4, 1, dtype=torch.float64)
-    coef = torch.ones(4, 1, dtype=torch.float64)
-    s2 = torch.full((4, 4), 1.5 * band, dtype=torch.float64)  # e^{c − L} = e^{1.5 B}
-    assert grad_pair(s2, (lse, coef), (lse, coef), (1.0,), [0], scratch=Scratch()) is None
-    coef[:] = 0.0  # rows that carry no gradient do not count
-    assert grad_pair(s2, (lse, coef), (lse, coef), (1.0,), [0], scratch=Scratch()) is not None
+    lse, coef = torch.zeros(3, 1, dtype=torch.float64), torch.ones(3, 1, dtype=torch.float64)
+    lse_c, coef_c = torch.zeros(4, 1, dtype=torch.float64), torch.ones(4, 1, dtype=torch.float64)
+    h = grad_pair(
+        torch.full((3, 4), float("-inf"), dtype=torch.float64),
+        (lse, coef),
+        (lse_c, coef_c),
+        (1.0,),
+        [0],
+        scratch=Scratch(),
+    )
+    torch.testing.assert_close(h, torch.zeros(3, 4, dtype=torch.float64), rtol=0, atol=0)
 
 
-def test_symmetric_pass_mixes_shared_and_two_exponential_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Views along one direction (logits near 1000) and one zero view (logits 0, far below): tiles
-    that touch the zero view take the two-exponential path, the others the shared shift; the
-    result equals a float64 logsumexp of the full matrix, in value and gradient."""
+def test_the_shared_shift_is_decided_once_by_the_cauchy_schwarz_bound() -> None:
+    """``2 a_max max‖x‖ max‖y‖ ≤ B``: safe for every tile, else for none."""
+    band = safe_band(torch.float64)
+    x = torch.zeros(5, 3, dtype=torch.float64)
+    x[:, 0] = 1.0
+    rule = TileMask(num_anchors=5, num_candidates=5, excluded=torch.full((5, 1), -1))
+    h_ok = (band / 4.0) ** 0.5 * 0.99  # 2 · 2 · h_ok² < B
+    assert plan_tiles(h_ok * x, h_ok * x, (2.0, 1.0), rule, 2).shared_shift
+    assert not plan_tiles(
+        1.01 * (band / 4.0) ** 0.5 * x, (band / 4.0) ** 0.5 * x, (2.0, 1.0), rule, 2
+    ).shared_shift
+    assert plan_tiles(1.01 * (band / 4.0) ** 0.5 * x, (band / 4.0) ** 0.5 * x, (1.0,), rule, 2).shared_shift
+
+
+def test_plan_floors_exactly_the_blocks_with_an_excluded_entry() -> None:
+    """Exclusions only: the blocks holding an excluded index get the exponent floor, the others none
+    (unless an argument may underflow); any other rule floors every block."""
+    b, tile = 6, 4  # 12 views, 3 × 3 blocks; i and i + 6 excluded
+    idx = torch.arange(2 * b)
+    rule = TileMask(
+        num_anchors=2 * b, num_candidates=2 * b, excluded=torch.stack([idx, (idx + b) % (2 * b)], 1)
+    )
+    v = torch.nn.functional.normalize(torch.randn(2 * b, 3, dtype=torch.float64), dim=1)
+    plan = plan_tiles(v, v, (1.0,), rule, tile)
+    blocks = {(i // tile, int(j) // tile) for i in range(2 * b) for j in (i, (i + b) % (2 * b))}
+    assert plan.masked == frozenset(blocks)
+    assert not plan.risky
+    for i in range(3):
+        for j in range(3):
+            assert (plan.floor(i, j) is not None) == ((i, j) in blocks)
+    labelled = TileMask(
+        num_anchors=2 * b,
+        num_candidates=2 * b,
+        excluded=rule.excluded,
+        anchor_labels=idx,
+        candidate_labels=idx,
+        collision_free=True,
+    )
+    assert plan_tiles(v, v, (1.0,), labelled, tile).masked is None
+    assert plan_tiles(v, v, (1.0,), labelled, tile).floor(0, 1) is not None
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_symmetric_pass_on_either_path_equals_float64_logsumexp(
+    spread: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unit views (shared shift everywhere) and views along one direction of norm 10 with one zero
+    view at scale 10 (logits near 1000, one row far below: the bound refuses the shared shift and
+    every tile takes the two-exponential path); both equal a float64 logsumexp of the full matrix,
+    in value and gradient."""
     import hardneg.tiled.symmetric as symmetric
     from hardneg.tiled.symmetric import tiled_lse_symmetric
 
-    taken: list[bool] = []
+    taken: list[str] = []
     real_absorb, real_grad = symmetric.absorb_pair_, symmetric.grad_pair
 
     def absorb(*a, **k):  # type: ignore[no-untyped-def]
-        ok = real_absorb(*a, **k)
-        taken.append(ok)
-        return ok
+        taken.append("absorb")
+        return real_absorb(*a, **k)
 
     def grad(*a, **k):  # type: ignore[no-untyped-def]
-        h = real_grad(*a, **k)
-        taken.append(h is not None)
-        return h
+        taken.append("grad")
+        return real_grad(*a, **k)
 
     monkeypatch.setattr(symmetric, "absorb_pair_", absorb)
     monkeypatch.setattr(symmetric, "grad_pair", grad)
     g = torch.Generator().manual_seed(8)
-    b, scale, exps = 8, 10.0, (2.0, 1.0)
-    u = torch.nn.functional.normalize(torch.randn(1, 4, generator=g, dtype=torch.float64), dim=1)
-    v = 10.0 * u + 0.01 * torch.randn(2 * b, 4, generator=g, dtype=torch.float64)
-    v[0] = 0.0
+    b, exps = 8, (2.0, 1.0)
+    if spread:
+        scale = 10.0
+        u = torch.nn.functional.normalize(torch.randn(1, 4, generator=g, dtype=torch.float64), dim=1)
+        v = 10.0 * u + 0.01 * torch.randn(2 * b, 4, generator=g, dtype=torch.float64)
+        v[0] = 0.0
+    else:
+        scale = 2.0
+        v = torch.nn.functional.normalize(torch.randn(2 * b, 4, generator=g, dtype=torch.float64), dim=1)
     v.requires_grad_(True)
     idx = torch.arange(2 * b)
     rule = TileMask(
@@ -129,7 +182,7 @@ def test_symmetric_pass_mixes_shared_and_two_exponential_tiles(monkeypatch: pyte
     lse, _ = tiled_lse_symmetric(v, scale, exps, rule, tile=3)
     weights = torch.randn(2 * b, 2, generator=g, dtype=torch.float64)
     (got,) = torch.autograd.grad((lse * weights).sum(), v)
-    assert True in taken and False in taken
+    assert (taken == []) if spread else (set(taken) == {"absorb", "grad"})
     valid = torch.ones(2 * b, 2 * b, dtype=torch.bool)
     valid[idx, idx] = False
     valid[idx, (idx + b) % (2 * b)] = False

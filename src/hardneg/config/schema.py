@@ -108,7 +108,14 @@ class LossConfig(Section):
     num_negatives: int | None = Field(None, ge=1, description="K sampled negatives per anchor (None = all)")
     collision_free: bool = Field(False, description="drop same-label negatives (oracle; needs labels)")
     normalize: bool = Field(True, description="L2-normalise embeddings before the scores")
-    gather_distributed: bool = Field(True, description="gather negatives across processes under DDP")
+    gather_distributed: bool = Field(
+        True,
+        description=(
+            "gather negatives across processes under DDP (the loss of the global batch); on by "
+            "default in the pipeline, whose encoder outputs are per rank, although "
+            "ContrastiveLoss(gather_distributed=...) defaults to False"
+        ),
+    )
     memory_budget: int = Field(4 << 30, ge=0, description="bytes of (A, N) matrices before the tiled engine")
     anneal: AnnealConfig = Field(default_factory=AnnealConfig)
     _built: dict[str, Any] = PrivateAttr(default_factory=dict)

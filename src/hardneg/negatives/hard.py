@@ -142,7 +142,10 @@ class Hard(NegativeDistribution):
         target_ess: beyond the paper: choose β for every batch so that the weights' mean
             effective-sample-size fraction (:func:`ess_fraction`) equals this value in (0, 1]
             (:func:`beta_for_ess`, warm-started from the previous β, which ``beta`` holds and the
-            diagnostics report as ``beta``). ``None``: the fixed ``beta``.
+            diagnostics report as ``beta``). ``None``: the fixed ``beta``. **Per rank** under
+            DDP: each process chooses β from its own anchors (against the gathered candidates),
+            so the ranks' β differ slightly and W processes are not exactly one process on the
+            concatenated batch (:mod:`hardneg.distributed`); a fixed ``beta`` is exact.
     """
 
     def __init__(

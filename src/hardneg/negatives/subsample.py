@@ -75,7 +75,10 @@ class Subsample(MaskWrapper):
     A fresh subset is drawn on every call to :meth:`prepare` (once per loss evaluation) from the
     ``generator`` passed to the loss call (e.g. ``loss(z1, z2, generator=g)``); without one, from
     the constructor's ``generator``, and without that from torch's global generator. Training
-    loops that must be reproducible (and resumable) pass a per-step generator.
+    loops that must be reproducible (and resumable) pass a per-step generator. **Per rank** under
+    DDP: each process draws the K negatives of its own anchors from the generator it is given
+    (independent draws need per-rank generators, e.g. :func:`hardneg.seeding.step_generator`
+    with the rank); see :mod:`hardneg.distributed`.
 
     When to choose it: to study or tune the number of negatives K independently of B (the
     collision–coverage trade-off of Ash et al. suggests K of the order of the number of

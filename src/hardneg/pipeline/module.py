@@ -22,6 +22,7 @@ by :mod:`hardneg.pipeline.experiment`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import time
@@ -215,7 +216,17 @@ class ContrastiveModule(L.LightningModule):
     def _grad_cache_step(
         self, v1: Tensor, v2: Tensor, labels: Tensor | None, g: torch.Generator
     ) -> tuple[LossOutput, float]:
-        """GradCache under Lightning's manual optimisation: zero, chunked step, optimiser step."""
+        """GradCache under Lightning's manual optimisation: zero, chunked step, optimiser step.
+
+        Every recomputed chunk is back-propagated by :meth:`manual_backward` (the strategy's
+        backward: precision scaling, and under DDP the reducer prepared for the step). Under
+        DistributedDataParallel all chunks but the last run inside ``no_sync()``, so that their
+        gradients accumulate locally and the last chunk's backward all-reduces the sum: exactly
+        one all-reduce per gradient bucket per step, and the same averaged gradient on every rank
+        as the unchunked step (Gao et al., RepL4NLP 2021, §3.2, with DDP's gradient averaging).
+        """
+        from torch.nn.parallel import DistributedDataParallel
+
         from hardneg.gradcache import grad_cache_step
 
         holder: dict[str, LossOutput] = {}
@@ -224,10 +235,21 @@ class ContrastiveModule(L.LightningModule):
             holder["out"] = self.loss_fn(z[0], z[1], labels=labels, generator=g, details=True)
             return holder["out"].loss
 
+        wrapped = self.trainer.strategy.model if self._trainer is not None else None
+        ddp = wrapped if isinstance(wrapped, DistributedDataParallel) else None
+
+        def backward(z: Tensor, grad: Tensor, last: bool) -> None:
+            if self._trainer is None:  # a module used outside a Trainer
+                z.backward(grad)
+                return
+            sync = contextlib.nullcontext() if (ddp is None or last) else ddp.no_sync()
+            with sync:
+                self.manual_backward(z, grad)
+
         assert self.grad_cache_chunk is not None
         opt = self.optimizers()
         opt.zero_grad()  # type: ignore[union-attr]
-        grad_cache_step(self.encoder, [v1, v2], loss, chunk_size=self.grad_cache_chunk)
+        grad_cache_step(self.encoder, [v1, v2], loss, chunk_size=self.grad_cache_chunk, backward=backward)
         opt.step()  # type: ignore[union-attr]
         return holder["out"], time.perf_counter()
 

@@ -94,6 +94,95 @@ def _prepare(x: Tensor, normalize: bool, dtype: torch.dtype | None = None) -> tu
     return x, safe_normalize(x.detach())[1]
 
 
+def _fast_unit(x: Tensor, norm: Tensor) -> Tensor:
+    """``x_i / ‖x_i‖`` without a branch: a row whose norm is not above ``tiny`` is divided by 1
+    (it is zero, or below float underflow, and stays (near) zero with the upstream gradient)."""
+    return x / torch.where(norm > torch.finfo(x.dtype).tiny, norm, torch.ones_like(norm))
+
+
+def _prepare_many(
+    named: list[tuple[str, Tensor]],
+    normalize: bool,
+    dtype: torch.dtype,
+    *,
+    temperature: float,
+    validate: bool = True,
+    mask: Tensor | None = None,
+    report: list[tuple[str, Tensor]] | None = None,
+) -> list[tuple[Tensor, Tensor]]:
+    """:func:`_prepare` of several inputs with every data-dependent check of the call in **one**
+    host read (one device synchronisation on a GPU).
+
+    One boolean reduction says whether every input is finite, every row norm lies in
+    ``(tiny, ∞)`` (so the two-pass normalisation is exact), the logits of unnormalised inputs stay
+    in range (:func:`_check_logit_range`) and no row of ``mask`` is empty. The first input is the
+    anchors, the others are checked against it for the logit range. When that read is ``False``
+    (a bad input, or a zero / extreme row, which is legal), the inputs are checked one by one
+    (raising ``ValueError`` naming the input, or the tensor of ``report`` it was made from) and
+    normalised by :func:`safe_normalize`.
+
+    ``validate=False`` reads nothing: the branch-free two-pass normalisation (rows of norm
+    ``≤ tiny`` stay zero; norms beyond the dtype's range overflow) and no checks. Inside
+    ``torch.compile`` (``validate=True``) the checks become one ``torch._assert_async`` (no graph
+    break; a device-side assert on a GPU, ``RuntimeError`` on a CPU) and the two-pass path is taken.
+    """
+    xs = [x.to(dtype) for _, x in named]
+    norms = [torch.linalg.vector_norm(x if normalize else x.detach(), dim=1) for x in xs]
+    compiling = torch.compiler.is_compiling()
+    if validate:
+        tiny = torch.finfo(dtype).tiny
+        finite = [torch.isfinite(n.detach()).all() for n in norms]
+        flags = list(finite)
+        if mask is not None:
+            flags.append(mask.any(dim=1).all())
+        if not normalize:
+            others = torch.stack([n.detach().amax() for n in norms[1:] or norms[:1]])
+            bound = norms[0].detach().amax() * others.amax()
+            flags.append(bound / temperature <= torch.finfo(dtype).max / 1e7)
+        if compiling:
+            torch._assert_async(
+                torch.stack(flags).all(), "hardneg: non-finite input, logits out of range or empty mask row"
+            )
+        else:
+            flags += [(n.detach() > tiny).all() for n in norms]
+            if not bool(torch.stack(flags).all()):  # the call's one host read
+                return _prepare_checked(
+                    named, normalize, dtype, temperature=temperature, mask=mask, report=report or named
+                )
+    if not normalize:
+        return [(x, n.detach()) for x, n in zip(xs, norms, strict=True)]
+    out = []
+    for x, n in zip(xs, norms, strict=True):
+        n_det = n.detach()
+        out.append((_fast_unit(x, n[:, None]), (n_det > torch.finfo(dtype).tiny).to(dtype)))
+    return out
+
+
+def _prepare_checked(
+    named: list[tuple[str, Tensor]],
+    normalize: bool,
+    dtype: torch.dtype,
+    *,
+    temperature: float,
+    mask: Tensor | None,
+    report: list[tuple[str, Tensor]],
+) -> list[tuple[Tensor, Tensor]]:
+    """The slow path of :func:`_prepare_many`: per-input checks (raising) and :func:`safe_normalize`."""
+    for name, x in report:
+        check_finite_tensor(name, x)
+    if mask is not None and not bool(mask.any(dim=1).all()):
+        row = int((~mask.any(dim=1)).nonzero()[0, 0])
+        raise ValueError(
+            f"every anchor needs at least one valid negative; mask row {row} is empty (all False)"
+        )
+    out = [_prepare(x, normalize, dtype) for _, x in named]
+    if not normalize:
+        names = ", ".join(name for name, _ in named)
+        others = torch.cat([n for _, n in out[1:] or out[:1]])
+        _check_logit_range(names, out[0][1], others, temperature, dtype)
+    return out
+
+
 def _check_logit_range(name: str, a_norms: Tensor, c_norms: Tensor, t: float, dtype: torch.dtype) -> None:
     """Refuse unnormalised inputs whose logits could overflow: ``max‖a‖·max‖c‖/t`` (Cauchy–Schwarz)
     must stay below ``finfo.max / 1e7`` so that even the hard-negative tilt ``(1+β)·s`` with
@@ -136,8 +225,11 @@ def simclr_mask(b: int, device: torch.device, *, rank: int = 0, world_size: int 
     return mask
 
 
-def check_two_views(z1: Tensor, z2: Tensor) -> int:
-    """Check two row-aligned views (floating (B, d), same shape and device, finite); return B."""
+def check_two_views(z1: Tensor, z2: Tensor, *, check_finite: bool = True) -> int:
+    """Check two row-aligned views (floating (B, d), same shape and device, finite); return B.
+
+    ``check_finite=False`` leaves the finiteness to the caller (:func:`simclr_scores` folds it
+    into its one host read)."""
     check_embeddings("z1", z1, check_finite=False)
     check_embeddings("z2", z2, check_finite=False)
     if z1.shape != z2.shape:
@@ -145,8 +237,9 @@ def check_two_views(z1: Tensor, z2: Tensor) -> int:
             f"z1 and z2 must have the same shape (B, d), got {tuple(z1.shape)} and {tuple(z2.shape)}"
         )
     check_same_device(z1=z1, z2=z2)
-    check_finite_tensor("z1", z1)
-    check_finite_tensor("z2", z2)
+    if check_finite:
+        check_finite_tensor("z1", z1)
+        check_finite_tensor("z2", z2)
     return int(z1.shape[0])
 
 
@@ -157,6 +250,7 @@ def simclr_scores(
     temperature: float,
     normalize: bool = True,
     labels: Tensor | None = None,
+    validate: bool = True,
 ) -> Scores:
     """SimCLR's 2B-view layout (Chen et al., ICML 2020; Robinson et al., ICLR 2021, §3, App. D).
 
@@ -170,21 +264,31 @@ def simclr_scores(
         - returns :class:`Scores` with A = N = 2B.
 
     One (2B × d)·(d × 2B) matmul; the positive logits are row dot products (O(B·d)).
+    The data-dependent checks (finite inputs, the logit range of unnormalised inputs) take one
+    host read; ``validate=False`` skips them (no host read; see :func:`_prepare_many`).
     """
     t = check_temperature(temperature)
-    b = check_two_views(z1, z2)
+    b = check_two_views(z1, z2, check_finite=False)
     if b < 2:
         raise ValueError(f"batch size B (z1.shape[0]) must be >= 2 to have negatives, got {b}")
     labels = _check_labels("labels", labels, b)
 
-    v, norms = _prepare(torch.cat([z1, z2], dim=0), normalize)
-    if not normalize:
-        _check_logit_range("z1, z2", norms, norms, t, v.dtype)
+    v = torch.cat([z1, z2], dim=0)
+    ((v, norms),) = _prepare_many(
+        [("z1, z2", v)],
+        normalize,
+        compute_dtype(v.dtype),
+        temperature=t,
+        validate=validate,
+        report=[("z1", z1), ("z2", z2)],
+    )
     vt = v / t  # scale the (2B, d) side, not the (2B, 2B) product
     logits = vt @ v.T  # (2B, 2B)
     pos_idx = (torch.arange(2 * b, device=v.device) + b) % (2 * b)
     positive = (vt * v.roll(b, dims=0)).sum(dim=1)  # (2B,): row dots, no gather from the matrix
-    mask = simclr_mask(b, v.device)
+    # the cached mask in eager mode; traced into the graph under torch.compile (Dynamo does not
+    # trace through functools.lru_cache)
+    mask = (simclr_mask.__wrapped__ if torch.compiler.is_compiling() else simclr_mask)(b, v.device)
     all_labels = None if labels is None else torch.cat([labels, labels]).to(v.device)
     return Scores(
         positive=positive,
@@ -197,6 +301,7 @@ def simclr_scores(
         anchor_labels=all_labels,
         candidate_labels=all_labels,
         valid_counts=torch.full((2 * b,), 2 * b - 2, dtype=torch.int32, device=v.device),
+        nonempty=True,  # 2B − 2 ≥ 2 negatives per anchor
     )
 
 
@@ -210,10 +315,16 @@ def prepare_pair(
     normalize: bool = True,
     anchor_labels: Tensor | None = None,
     candidate_labels: Tensor | None = None,
+    validate: bool = True,
+    report: list[tuple[str, Tensor]] | None = None,
 ) -> PreparedPair:
     """Validated, promoted (and, if asked, normalised) inputs of :func:`pair_scores`.
 
     Everything :func:`pair_scores` does except the (A, N) matmul: the tiled engine starts here.
+    The data-dependent checks (finite inputs, no empty row of ``mask``, the logit range of
+    unnormalised inputs) take one host read together; ``validate=False`` skips them
+    (:func:`_prepare_many`). ``report``: the ``(name, tensor)`` pairs an error names, when the
+    inputs were made from them (SimCLR's ``z1``, ``z2`` concatenated); default the inputs.
 
     Used for a memory queue (MoCo-v2; Robinson et al., ICLR 2021, App. C.1), negatives gathered
     from other processes,
@@ -243,9 +354,6 @@ def prepare_pair(
             f"got {tuple(candidates.shape)}"
         )
     check_same_device(anchors=anchors, positives=positives, candidates=candidates)
-    for name, x in (("anchors", anchors), ("positives", positives), ("candidates", candidates)):
-        if name == "anchors" or x is not anchors:  # the same tensor is checked (and prepared) once
-            check_finite_tensor(name, x)
     a_n, n_n = anchors.shape[0], candidates.shape[0]
     if mask is not None and (
         not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != (a_n, n_n)
@@ -259,11 +367,21 @@ def prepare_pair(
 
     widest = torch.promote_types(torch.promote_types(anchors.dtype, positives.dtype), candidates.dtype)
     dtype = compute_dtype(widest)
-    a, a_norms = _prepare(anchors, normalize, dtype)
-    p, p_norms = (a, a_norms) if positives is anchors else _prepare(positives, normalize, dtype)
-    c, c_norms = (a, a_norms) if candidates is anchors else _prepare(candidates, normalize, dtype)
-    if not normalize:
-        _check_logit_range("anchors, positives, candidates", a_norms, torch.cat([p_norms, c_norms]), t, dtype)
+    named = [("anchors", anchors)]  # the same tensor is checked (and prepared) once
+    named += [] if positives is anchors else [("positives", positives)]
+    named += [] if candidates is anchors else [("candidates", candidates)]
+    prepared = dict(
+        zip(
+            [name for name, _ in named],
+            _prepare_many(
+                named, normalize, dtype, temperature=t, validate=validate, mask=mask, report=report
+            ),
+            strict=True,
+        )
+    )
+    a, a_norms = prepared["anchors"]
+    p, p_norms = prepared.get("positives", (a, a_norms))
+    c, c_norms = prepared.get("candidates", (a, a_norms))
     return PreparedPair(
         anchors=a,
         positives=p,
@@ -288,6 +406,7 @@ def pair_scores(
     normalize: bool = True,
     anchor_labels: Tensor | None = None,
     candidate_labels: Tensor | None = None,
+    validate: bool = True,
 ) -> Scores:
     """General layout: anchors, their positives, and a separate candidate pool.
 
@@ -313,6 +432,7 @@ def pair_scores(
         normalize=normalize,
         anchor_labels=anchor_labels,
         candidate_labels=candidate_labels,
+        validate=validate,
     )
     t = pp.temperature
     at = pp.anchors / t
@@ -332,4 +452,5 @@ def pair_scores(
         candidate_norms=pp.candidate_norms,
         anchor_labels=pp.anchor_labels,
         candidate_labels=pp.candidate_labels,
+        nonempty=validate or pp.mask is None,  # N ≥ 1; a mask's rows were checked with the inputs
     )

@@ -18,9 +18,12 @@ This is exact algebra; it is also accurate in floating point as long as no row o
 far below ``c``: every scale factor ``e^{a c − L}`` (or ``e^{a(c − M)}``) is kept at most
 ``e^B`` with ``B = −log(tiny)/2`` (43.7 in float32, 354 in float64), so nothing overflows, and an
 entry that underflows in ``y`` (``a(s − c) < log tiny``) weighs at most ``tiny · e^B = e^{−B}``
-relative to its row's largest term. Where a tile breaks that condition (a row far below the
-others at a small temperature or a large β) the functions return ``None`` and the caller takes
-the two-exponential path; results agree either way to float round-off. An exponent that is an
+relative to its row's largest term. The condition is checked once per call, not per tile (no
+tensor value is read per tile): with ``h = max‖x‖·max‖y‖ ≥ |s|`` (Cauchy–Schwarz), every gap
+``c − max_j s_ij`` is at most ``2h`` and every ``a c − L_i`` at most ``2 a h``, so
+``2 a_max h ≤ B`` makes every tile safe (:func:`~hardneg.tiled.lse.plan_tiles`); otherwise (a
+small temperature with a large β, or unnormalised embeddings) the caller takes the
+two-exponential path for every tile. Results agree either way to float round-off. An exponent that is an
 integer multiple ``k a`` of another (:mod:`hardneg.tiled.stream`, as ``y^k``) is covered by the
 same condition. With the exponent floor (:func:`~hardneg.tiled.stream.exp_floor`, for masked or
 possibly underflowing tiles) a floored entry weighs at most ``e^{floor + B}`` of its row's
@@ -44,7 +47,7 @@ def safe_band(dtype: torch.dtype) -> float:
     return -math.log(torch.finfo(dtype).tiny) / 2.0
 
 
-def _fold_(run_max: Tensor, run_sum: Tensor, blk_max: Tensor, sums: Tensor, c: float, a: Tensor) -> None:
+def _fold_(run_max: Tensor, run_sum: Tensor, blk_max: Tensor, sums: Tensor, c: Tensor, a: Tensor) -> None:
     """Fold block sums taken on the shift ``c`` into running ``(M, S_e)``: ``S_e ← S_e e^{a_e(M −
     M')} + sums_e e^{a_e(c − M')}`` with ``M' = max(M, blk_max)``; rows without a valid entry in
     the block (``blk_max = −inf``, zero sums) keep their state."""
@@ -64,19 +67,14 @@ def absorb_pair_(
     *,
     scratch: Scratch,
     floor: float | None = None,
-) -> bool:
+) -> None:
     """Fold the off-diagonal block ``s`` (R, C) into the running ``(M, S_e)`` of its rows and of its
     columns with one exponential per entry and exponent that is not an integer multiple of another;
-    ``s`` is overwritten. Returns ``False``, changing nothing, where the shared shift is not safe."""
+    ``s`` is overwritten. The caller guarantees the shared shift is safe (module docstring); no
+    tensor value is read. A block without a valid entry folds nothing."""
     row_max, col_max = s.amax(dim=1), s.amax(dim=0)
     c_t = row_max.max()
-    if not bool(torch.isfinite(c_t)):  # no valid entry in the block: nothing to fold
-        return True
-    c = float(c_t)
-    a_max, band = max(exponents), safe_band(s.dtype)
-    gap = torch.cat([row_max[torch.isfinite(row_max)], col_max[torch.isfinite(col_max)]])
-    if a_max * float(c - gap.min()) > band:
-        return False
+    c = torch.where(torch.isfinite(c_t), c_t, 0.0)  # an all-invalid block: rows keep their state
     a = torch.tensor(exponents, dtype=s.dtype, device=s.device)
     mults = multiples(exponents, list(range(len(exponents))))
     singles = [e for e in range(len(exponents)) if e not in mults]
@@ -97,16 +95,12 @@ def absorb_pair_(
     order = range(len(exponents))
     _fold_(rows[0], rows[1], row_max, torch.stack([r_sums[e] for e in order], dim=1), c, a)
     _fold_(cols[0], cols[1], col_max, torch.stack([c_sums[e] for e in order], dim=1), c, a)
-    return True
 
 
-def _scales(lse: Tensor, coef: Tensor, a: float, c: float, band: float) -> Tensor | None:
-    """``coef · e^{a c − L}`` per row, or ``None`` where some carrying row has ``a c − L > B``."""
-    arg = a * c - lse
-    carries = coef != 0
-    if bool(carries.any()) and float(arg[carries].max()) > band:
-        return None
-    return coef * torch.exp(torch.where(carries, arg, float("-inf")))
+def _scales(lse: Tensor, coef: Tensor, a: float, c: Tensor) -> Tensor:
+    """``coef · e^{a c − L}`` per row (0 on rows that carry no gradient); ``a c − L ≤ B`` is the
+    caller's guarantee."""
+    return coef * torch.exp(torch.where(coef != 0, a * c - lse, float("-inf")))
 
 
 def grad_pair(
@@ -118,25 +112,22 @@ def grad_pair(
     *,
     scratch: Scratch,
     floor: float | None = None,
-) -> Tensor | None:
+) -> Tensor:
     """``H_ij = Σ_e coef_e,i e^{a_e s_ij − L_e,i} + coef_e,j e^{a_e s_ij − L_e,j}`` over the block
     ``s`` (R, C) (overwritten): the gradient of ``Σ_e coef_e L_e / a_e`` with respect to the tile,
     its entries as members of the rows ``I`` (``rows = (L, coef)``, (R, E)) and of the rows ``J``
     (``cols``, (C, E)), with one exponential per entry and active exponent that is not a multiple of another.
-    ``None`` where the shared shift is not safe. The result lives in ``scratch``'s buffers
-    (valid until the next call)."""
+    The caller guarantees the shared shift is safe (module docstring); no tensor value is read.
+    The result lives in ``scratch``'s buffers (valid until the next call)."""
     c_t = s.max()
-    if not bool(torch.isfinite(c_t)):
-        return None
-    c, band = float(c_t), safe_band(s.dtype)
+    c = torch.where(torch.isfinite(c_t), c_t, 0.0)  # an all-invalid block: every term is 0
     mults = multiples(exponents, active)
     factors: dict[int, tuple[Tensor, Tensor]] = {}
     for e in active:
-        r = _scales(rows[0][:, e], rows[1][:, e], exponents[e], c, band)
-        k = _scales(cols[0][:, e], cols[1][:, e], exponents[e], c, band)
-        if r is None or k is None:
-            return None
-        factors[e] = (r, k)
+        factors[e] = (
+            _scales(rows[0][:, e], rows[1][:, e], exponents[e], c),
+            _scales(cols[0][:, e], cols[1][:, e], exponents[e], c),
+        )
     d = s.sub_(c)
     singles = [e for e in active if e not in mults]
     h: Tensor | None = None
@@ -163,4 +154,5 @@ def grad_pair(
                 g.addcmul_(torch.add(r2[:, None], k2[None, :], out=scratch.like("t", y)), q)
         g.add_(k[None, :]).mul_(y)
         h = g if h is None else h.add_(g)
+    assert h is not None  # ``active`` is not empty
     return h
