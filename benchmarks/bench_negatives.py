@@ -11,9 +11,11 @@ shared machines, ratios are the goal):
   by torch's CPU allocator during one fwd+bwd, from the allocation/free events of
   ``torch.profiler.profile(profile_memory=True)`` (running sum, in time order), one
   fresh subprocess per K; the full batch without subsampling for reference    — goal: flat in K
-- a 65536 × 128 memory queue with Hard(β = 0.2) vs uniform weights, B = 128   — goal ≤ 1.1×
+- a 65536 × 128 memory queue with Hard(β = 0.2) vs uniform weights, B = 256, in the default
+  engine and in each forced one (``--only-queue``: just this)                   — goal ≤ 1.1×
 
-Usage: ``python benchmarks/bench_negatives.py [--repeats 7] [--epsilon 0.5] [--tol 1e-5]``
+Usage: ``python benchmarks/bench_negatives.py [--repeats 7] [--epsilon 0.5] [--tol 1e-5]
+[--only-queue] [--queue-batch 256]``
 """
 
 from __future__ import annotations
@@ -180,17 +182,15 @@ def bench_memory() -> list[str]:
     return rows
 
 
-def bench_queue(repeats: int) -> list[str]:
+def bench_queue(repeats: int, batch: int = 256) -> list[str]:
+    """Hard(β = 0.2) / uniform over a 65 536 × 128 MoCo queue, B queries, t = 0.2, fwd+bwd, in the
+    default engine (``engine="auto"``: tiled from the speed crossover, issue 25) and in each
+    forced engine; each ratio is the median of the per-round ratios (and its quartiles)."""
     torch.manual_seed(0)
     queue = MemoryQueue(size=65536, dim=D)
     queue.enqueue(torch.nn.functional.normalize(torch.randn(65536, D), dim=1))
-    q = torch.randn(128, D)
-    k = torch.randn(128, D)
-    uniform = ContrastiveLoss(temperature=0.2)
-    hard = ContrastiveLoss(temperature=0.2, negatives=negatives.Hard(beta=0.2))
-    tiled = {"memory_budget": 0, "tile_size": 1024}  # the tiled engine on the same queue
-    uniform_t = ContrastiveLoss(temperature=0.2, **tiled)  # type: ignore[arg-type]
-    hard_t = ContrastiveLoss(temperature=0.2, negatives=negatives.Hard(beta=0.2), **tiled)  # type: ignore[arg-type]
+    q = torch.randn(batch, D)
+    k = torch.randn(batch, D)
 
     def run(loss_fn: ContrastiveLoss) -> Callable[[], None]:
         def f() -> None:
@@ -199,15 +199,38 @@ def bench_queue(repeats: int) -> list[str]:
 
         return f
 
-    fns = {"uniform": run(uniform), "hard": run(hard), "uniform_t": run(uniform_t), "hard_t": run(hard_t)}
-    t = _time(fns, repeats)
-    return [
-        f"MoCo queue 65536x{D}, B=128, t=0.2: uniform {1e3 * t['uniform']:.1f} ms, "
-        f"Hard(beta=0.2) {1e3 * t['hard']:.1f} ms; tiled engine: uniform {1e3 * t['uniform_t']:.1f} ms, "
-        f"Hard {1e3 * t['hard_t']:.1f} ms",
-        f"  Hard / uniform = {_ratio(t, 'hard', 'uniform')}   (goal <= 1.1x)",
-        f"  tiled: Hard / uniform = {_ratio(t, 'hard_t', 'uniform_t')}",
+    engines = {"default": {}, "materialised": {"engine": "materialised"}, "tiled": {"engine": "tiled"}}
+    fns: dict[str, Callable[[], object]] = {}
+    for name, kw in engines.items():
+        fns[f"uniform/{name}"] = run(ContrastiveLoss(temperature=0.2, **kw))  # type: ignore[arg-type]
+        fns[f"hard/{name}"] = run(ContrastiveLoss(temperature=0.2, negatives=negatives.Hard(beta=0.2), **kw))  # type: ignore[arg-type]
+    for fn in fns.values():  # warm-up
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for i in range(repeats):  # interleaved, the order rotated from round to round
+        names = list(fns)[i % len(fns) :] + list(fns)[: i % len(fns)]
+        for name in names:
+            t0 = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - t0)
+
+    def paired(a: str, b: str) -> str:
+        r = sorted(x / y for x, y in zip(times[a], times[b], strict=True))
+        qs = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+        return f"{qs[1]:.2f}x [{qs[0]:.2f}, {qs[2]:.2f}]"
+
+    choice = ContrastiveLoss(temperature=0.2).engine_for(batch, 65536)
+    rows = [
+        f"MoCo queue 65536x{D}, B={batch}, t=0.2, fwd+bwd (median [quartiles] of per-round ratios); "
+        f"default engine: {choice.engine} ({choice.reason})"
     ]
+    for name in engines:
+        rows.append(
+            f"  {name:>12}: Hard(beta=0.2) / uniform = {paired(f'hard/{name}', f'uniform/{name}')}"
+            + ("   (goal <= 1.1x)" if name == "default" else "")
+        )
+    rows.append(f"  uniform: tiled / materialised = {paired('uniform/tiled', 'uniform/materialised')}")
+    return rows
 
 
 def main() -> None:
@@ -218,12 +241,19 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=0.5)
     parser.add_argument("--tol", type=float, default=1e-5)
     parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--only-queue", action="store_true", help="only the queue's Hard / uniform")
+    parser.add_argument("--queue-batch", type=int, default=256)
     args = parser.parse_args()
     if args.memory_child is not None:
         _memory_child(args.memory_child)
         return
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
-    for row in bench_ot(args.repeats, args.epsilon, args.tol) + bench_memory() + bench_queue(args.repeats):
+    if args.only_queue:
+        rows = bench_queue(args.repeats, args.queue_batch)
+    else:
+        rows = bench_ot(args.repeats, args.epsilon, args.tol) + bench_memory()
+        rows += bench_queue(args.repeats, args.queue_batch)
+    for row in rows:
         print(row)
 
 

@@ -10,10 +10,15 @@ Prints ratios measured in this one run (absolute times drift on shared machines)
 2. peak resident memory of one fwd+bwd (VmHWM of a fresh process) for growing B: the tiled
    path grows linearly in B, the materialised one quadratically (it stops where it would need
    more than ``--max-gib``).
-3. with ``--huge``: one fwd+bwd at B = 65 536 (131 072 views, d = 128) for SimCLR, debiased,
+3. the default engine (``engine="auto"``: by the measured speed crossover within the memory
+   budget, issue 25) against the faster of the two forced engines, at B ∈ {256, 512, 1024, 4096}
+   (``--engine-sizes``; goal: default / faster ≤ 1.05 everywhere), SimCLR and hard negatives,
+   with the engine and reason ``ContrastiveLoss.engine_for`` gives.
+4. with ``--huge``: one fwd+bwd at B = 65 536 (131 072 views, d = 128) for SimCLR, debiased,
    hard and K-subsampled negatives, its time and peak memory (several minutes each on 2 cores).
 
 Usage: ``python benchmarks/bench_tiled.py [--repeats 5] [--huge] [--threads 2]``
+(``--only-engine``: just part 3)
 (``--only-huge --huge-cases simclr hard``: just those cases of part 3; ``--compiled``: part 1
 also with ``compile_tiles=True``, the first call of each size compiling for tens of seconds).
 """
@@ -35,7 +40,9 @@ T = 0.5
 CASES = ("simclr", "debiased", "hard", "subsample")
 
 
-def make_loss(case: str, tiled: bool, tile: int = 1024):  # type: ignore[no-untyped-def]
+def make_loss(case: str, tiled: bool | None, tile: int | None = 1024):  # type: ignore[no-untyped-def]
+    """The loss of a case: tiled (``tile``; ``None``: the engine's speed tile), materialised, or
+    with ``tiled=None`` the default engine choice."""
     from hardneg import ContrastiveLoss, negatives
 
     kw: dict[str, object] = {"temperature": T}
@@ -49,9 +56,9 @@ def make_loss(case: str, tiled: bool, tile: int = 1024):  # type: ignore[no-unty
     elif case == "subsample":
         kw.update(num_negatives=256, negatives=negatives.Hard(beta=1.0))
     if tiled:
-        kw.update(memory_budget=0, tile_size=tile)
-    else:
-        kw["memory_budget"] = 1 << 62
+        kw.update(engine="tiled", tile_size=tile)
+    elif tiled is not None:
+        kw.update(engine="materialised", memory_budget=1 << 62)
     return ContrastiveLoss(**kw)  # type: ignore[arg-type]
 
 
@@ -110,6 +117,27 @@ def speed(sizes: list[int], repeats: int, compiled: bool = False) -> list[str]:
         if compiled:
             lines.append(
                 f"  compiled: hard / simclr (tiled) {r('hard+compiled/tiled', 'simclr+compiled/tiled')}"
+            )
+    return lines
+
+
+def engine_choice(sizes: list[int], repeats: int) -> list[str]:
+    """Default engine / the faster forced engine per B (median [quartiles] of per-round ratios)."""
+    lines = ["default engine (engine='auto') / the faster of materialised and tiled, fwd+bwd:"]
+    for b in sizes:
+        z1, z2 = _views(b)
+        for case in ("simclr", "hard"):
+            fns = {
+                kind: lambda c=case, t=tiled, z1=z1, z2=z2: _step(make_loss(c, t, None), z1, z2)
+                for kind, tiled in (("default", None), ("mat", False), ("tiled", True))
+            }
+            times = _rounds(fns, repeats)
+            faster = [min(m, t) for m, t in zip(times["mat"], times["tiled"], strict=True)]
+            choice = make_loss(case, None).engine_for(2 * b, 2 * b, torch.float32, "cpu")
+            lines.append(
+                f"  B={b:5d} {case:>6}: default/faster = {_paired(times['default'], faster)}, "
+                f"tiled/mat = {_paired(times['tiled'], times['mat'])}; default: {choice.engine}"
+                f"{'' if choice.tile is None else f' (tile {choice.tile})'}, {choice.reason}"
             )
     return lines
 
@@ -189,8 +217,15 @@ def main() -> None:
     parser.add_argument("--huge-cases", nargs="+", choices=CASES, default=list(CASES))
     parser.add_argument("--only-huge", action="store_true", help="skip the speed and memory tables")
     parser.add_argument("--compiled", action="store_true", help="also with compile_tiles=True")
+    parser.add_argument("--engine-sizes", type=int, nargs="+", default=[256, 512, 1024, 4096])
+    parser.add_argument("--only-engine", action="store_true", help="only the default-engine table")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if not args.only_huge:
+        for line in engine_choice(args.engine_sizes, args.repeats):
+            print(line, flush=True)
+    if args.only_engine:
+        return
     if not args.only_huge:
         for line in speed(args.sizes, args.repeats, args.compiled):
             print(line, flush=True)

@@ -19,6 +19,7 @@ __all__ = [
     "check_finite_tensor",
     "check_in_interval",
     "check_positive",
+    "check_rows_nonempty",
     "check_same_device",
     "check_temperature",
 ]
@@ -68,6 +69,18 @@ def check_finite_tensor(name: str, x: Tensor) -> None:
     if not bool(torch.isfinite(x).all()):
         bad = int((~torch.isfinite(x)).sum())
         raise ValueError(f"{name} must be finite, got {bad} non-finite entries (NaN or Inf)")
+
+
+def check_rows_nonempty(counts: Tensor) -> None:
+    """Raise ``ValueError`` if some anchor has no valid negative (``counts`` (A,): the N_i).
+
+    One host read; inside ``torch.compile`` a ``torch._assert_async`` instead (no graph break).
+    """
+    if torch.compiler.is_compiling():
+        torch._assert_async((counts > 0).all(), "every anchor needs at least one valid negative")
+        return
+    if bool((counts == 0).any()):
+        raise ValueError("every anchor needs at least one valid negative; some rows of mask are empty")
 
 
 def check_embeddings(name: str, x: object, *, check_finite: bool = True) -> Tensor:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from hardneg._validation import check_rows_nonempty
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
@@ -55,6 +56,7 @@ def loss_from_scores(
     reduction: str = "mean",
     diagnostics: bool = False,
     generator: torch.Generator | None = None,
+    validate: bool = True,
 ) -> LossOutput:
     """Steps 2–4 on precomputed :class:`Scores` (any layout: SimCLR, queue, gathered, pairs).
 
@@ -62,6 +64,8 @@ def loss_from_scores(
     :class:`~hardneg.negatives.WeightedScores`, which the objective and the diagnostics share.
     ``negatives`` defaults to :class:`~hardneg.negatives.Uniform`, ``objective`` to
     :class:`~hardneg.objectives.InfoNCE`; ``generator`` feeds random distributions (K-subsampling).
+    Every anchor needs a valid negative: checked with a host read unless the layout established
+    it (``Scores.nonempty``) or ``validate=False`` (:func:`~hardneg._validation.check_rows_nonempty`).
     """
     check_reduction(reduction)
     negatives = Uniform() if negatives is None else negatives
@@ -72,8 +76,8 @@ def loss_from_scores(
             "positives (positive_mask) need InfoNCE or Debiased with a fixed tau_plus"
         )
     prepared = negatives.prepare(scores, generator=generator)
-    if bool((prepared.num_valid() == 0).any()):
-        raise ValueError("every anchor needs at least one valid negative; some rows of mask are empty")
+    if validate and not prepared.nonempty:
+        check_rows_nonempty(prepared.num_valid())
     weighted = negatives.weigh(prepared)
     weighted.source = weighted.source or repr(negatives)
     per_anchor = objective(weighted)

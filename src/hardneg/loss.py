@@ -42,6 +42,7 @@ from hardneg.scores import Scores, check_two_views, compute_dtype, pair_scores, 
 
 if TYPE_CHECKING:
     from hardneg.queue import MemoryQueue
+    from hardneg.tiled.engine import EngineChoice
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "ContrastiveLoss"]
 
@@ -58,7 +59,6 @@ def _deprecated(old: str, new: str) -> None:
     )
 
 
-
 def full_precision(like: Tensor) -> contextlib.AbstractContextManager[object]:
     """Mixed precision off inside the loss: under ``torch.autocast`` the similarity matmuls would
     run in bf16 / fp16 (autocast recasts them whatever their inputs), and every exponent after them
@@ -70,6 +70,7 @@ def full_precision(like: Tensor) -> contextlib.AbstractContextManager[object]:
     if device is not None and torch.is_autocast_enabled(device):
         return torch.autocast(device_type=device, enabled=False)
     return contextlib.nullcontext()
+
 
 class ContrastiveLoss(nn.Module):
     """Contrastive loss with a controllable negative distribution.
@@ -100,7 +101,8 @@ class ContrastiveLoss(nn.Module):
             :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
             ``labels`` in every call.
         memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, about B = 8000 in
-            SimCLR's layout). Beyond it the loss is computed by the tiled engine
+            SimCLR's layout). Beyond it the loss is computed by the tiled engine (and from the
+            speed crossover on, see ``engine``)
             (:mod:`hardneg.tiled`: memory O((A + N)·d + tile²), the same values and gradients),
             with the tile side derived from the budget; ``0`` always tiles. The tiled engine
             supports Uniform/Hard negatives (wrapped in CollisionFree/Subsample) with the
@@ -111,9 +113,28 @@ class ContrastiveLoss(nn.Module):
             compiler is needed on a CPU). Off by default: on a 2-core CPU the matrix products
             dominate and it gave no consistent speed-up.
         gather_distributed: when a ``torch.distributed`` process group with more than one
-            process is active, use the views of all ranks as candidates (with gradients); the
-            reduction is over this rank's anchors, so that DDP's gradient averaging gives exactly
-            the single-process gradient with ``reduction="mean"`` (see :mod:`hardneg.distributed`).
+            process is active, use the candidates of all ranks (with gradients) in every layout
+            (two views, :meth:`pair`, :meth:`multi_positive`, both engines); the reduction is over
+            this rank's anchors, so that DDP's gradient averaging gives exactly the
+            single-process gradient with ``reduction="mean"`` (see :mod:`hardneg.distributed`).
+            Off by default (since 0.2; as in lightly and sentence-transformers): embeddings
+            already gathered by the training loop must not be gathered twice.
+        process_group: the ``torch.distributed`` process group to gather over (``None``: the
+            default group).
+        engine: ``"auto"`` (default): the faster engine within ``memory_budget`` — tiled beyond
+            the budget, and for plain Uniform/Hard negatives also from a measured speed crossover
+            on (on a CPU from B = 512 in SimCLR's layout); ``"materialised"`` (``ValueError``
+            beyond the budget) or ``"tiled"`` to force one. :meth:`engine_for` says which engine
+            a batch gets and why.
+        validate: check the inputs' values (finite embeddings, no empty row of ``mask``, the logit
+            range of unnormalised embeddings, a valid negative for every anchor). ``True``
+            (default): all of a call's data-dependent checks are one boolean reduction read back
+            once (one host synchronisation per call on a GPU; the tiled engine's per-tile work
+            reads no tensor value); inside ``torch.compile`` they become one
+            ``torch._assert_async`` (no graph break). ``False``, the production switch: no check
+            and no host read (NaN/Inf inputs give a NaN loss, not an error; embeddings of norm
+            beyond ~1e19 or below ~1e-19 in float32 are not rescaled before normalising).
+            Shape, dtype and device checks are free and always made.
     """
 
     def __init__(
@@ -127,12 +148,21 @@ class ContrastiveLoss(nn.Module):
         reduction: str = "mean",
         num_negatives: int | None = None,
         collision_free: bool = False,
-        gather_distributed: bool = True,
+        gather_distributed: bool = False,
+        process_group: object | None = None,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         tile_size: int | None = None,
         compile_tiles: bool = False,
+        engine: str = "auto",
+        validate: bool = True,
     ):
         super().__init__()
+        from hardneg.tiled.engine import ENGINES
+
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        self.engine = engine
+        self.validate = bool(validate)
         self.compile_tiles = bool(compile_tiles)
         if isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget < 0:
             raise ValueError(f"memory_budget must be an int >= 0 (bytes), got {memory_budget!r}")
@@ -162,6 +192,7 @@ class ContrastiveLoss(nn.Module):
         self.num_negatives = num_negatives
         self.collision_free = bool(collision_free)
         self.gather_distributed = bool(gather_distributed)
+        self.process_group = process_group
         self.objective = resolve_objective(self.tau_plus, objective)
         self.normalize = bool(normalize)
         self.reduction = reduction
@@ -179,21 +210,74 @@ class ContrastiveLoss(nn.Module):
         """
         self._check_labels_given(labels)
         with full_precision(z1):
-            if self.gather_distributed and distributed.is_distributed():
+            if self._gathers():
                 return distributed.gathered_simclr_scores(
-                    z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels
+                    z1,
+                    z2,
+                    temperature=self.temperature,
+                    normalize=self.normalize,
+                    labels=labels,
+                    group=self.process_group,
                 )
             return simclr_scores(
-                z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels
+                z1,
+                z2,
+                temperature=self.temperature,
+                normalize=self.normalize,
+                labels=labels,
+                validate=self.validate,
             )
 
-    def _tile(self, num_anchors: int, num_candidates: int, dtype: torch.dtype) -> int | None:
-        """The tile side when the (A, N) matrices would exceed ``memory_budget``, else None."""
-        from hardneg.tiled.engine import materialised_bytes, tile_for_budget
+    def _gathers(self) -> bool:
+        """Whether this call gathers candidates across the ranks of ``process_group``."""
+        return self.gather_distributed and distributed.is_distributed(self.process_group)
 
-        if materialised_bytes(num_anchors, num_candidates, compute_dtype(dtype)) <= self.memory_budget:
-            return None
-        return self.tile_size or tile_for_budget(self.memory_budget, compute_dtype(dtype))
+    def engine_for(
+        self,
+        num_anchors: int,
+        num_candidates: int,
+        dtype: torch.dtype = torch.float32,
+        device: str | torch.device = "cpu",
+    ) -> EngineChoice:
+        """Which engine computes an (A, N) batch, its tile side and why.
+
+        ``engine="auto"`` (the default): the tiled engine (:mod:`hardneg.tiled`) when the
+        materialised (A, N) matrices would exceed ``memory_budget`` (reason ``"memory budget"``),
+        or, for plain Uniform / Hard negatives with a row-reducible objective, when
+        ``A·N ≥ SPEED_CROSSOVER[device type]``, where it is the faster engine (reason ``"speed
+        crossover (…)"``; on a CPU from B = 512 in SimCLR's layout, A = N = 2B; the table
+        is in :data:`hardneg.tiled.engine.SPEED_CROSSOVER` and docs/loss_api.md); else the
+        materialised one. ``engine="materialised"`` / ``"tiled"`` force one (reason ``"forced"``;
+        the former raises ``ValueError`` beyond ``memory_budget``, the latter for what the tiled
+        engine does not support). Both engines give the same values and gradients; the tiled one
+        is the online-softmax recurrence (Milakov & Gimelshein, arXiv:1805.02867, 2018) over
+        tiles, as in Inf-CL (Cheng et al., arXiv:2410.17243, 2024, §3), so its cost is the
+        A·N·d products without the (A, N) memory traffic.
+
+        SimCLR's layout with B views per side: ``engine_for(2 * B, 2 * B)`` (times the world size
+        for the candidates when gathering across ranks); :meth:`pair`: ``engine_for(A, N)``.
+        ``dtype``: the embeddings' dtype (half precision is computed in float32). Returns an
+        :class:`~hardneg.tiled.engine.EngineChoice` ``(engine, tile, reason)``.
+        """
+        from hardneg.tiled.engine import choose_engine
+
+        return choose_engine(
+            int(num_anchors),
+            int(num_candidates),
+            compute_dtype(dtype),
+            device,
+            negatives=self.negatives,
+            objective=self.objective,
+            memory_budget=self.memory_budget,
+            tile_size=self.tile_size,
+            engine=self.engine,
+        )
+
+    def _tile(
+        self, num_anchors: int, num_candidates: int, dtype: torch.dtype, device: torch.device
+    ) -> int | None:
+        """The tile side when :meth:`engine_for` picks the tiled engine, else None."""
+        return self.engine_for(num_anchors, num_candidates, dtype, device).tile
 
     def _tiled(
         self,
@@ -210,6 +294,7 @@ class ContrastiveLoss(nn.Module):
         generator: torch.Generator | None,
         symmetric: bool = False,
         positive_roll: int = 0,
+        report: list[tuple[str, Tensor]] | None = None,
     ) -> LossOutput:
         """The tiled engine on prepared inputs; ``positive_roll`` ≠ 0: the positives are the
         prepared anchors rolled by that many rows (SimCLR's partner views, prepared once)."""
@@ -224,6 +309,8 @@ class ContrastiveLoss(nn.Module):
             normalize=self.normalize,
             anchor_labels=anchor_labels,
             candidate_labels=candidate_labels,
+            validate=self.validate,
+            report=report,
         )
         positives, positive_norms = pp.positives, pp.positive_norms
         if positive_roll:
@@ -251,6 +338,7 @@ class ContrastiveLoss(nn.Module):
             generator=generator,
             symmetric=symmetric,
             compiled=self.compile_tiles,
+            validate=self.validate,
         )
 
     def _two_view_loss(
@@ -263,10 +351,10 @@ class ContrastiveLoss(nn.Module):
     ) -> LossOutput:
         """SimCLR's layout, materialised or tiled by the memory budget."""
         self._check_labels_given(labels)
-        b = check_two_views(z1, z2)
-        gathered = self.gather_distributed and distributed.is_distributed()
-        world = distributed.world_size() if gathered else 1
-        tile = self._tile(2 * b, 2 * b * world, z1.dtype)
+        b = check_two_views(z1, z2, check_finite=False)  # finiteness: in the one host read
+        gathered = self._gathers()
+        world = distributed.world_size(self.process_group) if gathered else 1
+        tile = self._tile(2 * b, 2 * b * world, z1.dtype, z1.device)
         if tile is None:
             return self.compute(
                 self.scores(z1, z2, labels=labels), diagnostics=diagnostics, generator=generator
@@ -274,14 +362,19 @@ class ContrastiveLoss(nn.Module):
         if b < 2 and world == 1:
             raise ValueError(f"batch size B (z1.shape[0]) must be >= 2 to have negatives, got {b}")
         v = torch.cat([z1, z2], dim=0)
-        rank = torch.distributed.get_rank() if gathered else 0
+        rank = distributed.rank(self.process_group) if gathered else 0
         idx = torch.arange(2 * b, device=v.device)
         excluded = torch.stack([rank * 2 * b + idx, rank * 2 * b + (idx + b) % (2 * b)], dim=1)
         view_labels = None if labels is None else torch.cat([labels, labels]).to(v.device)
         candidates, cand_labels = v, view_labels
         if gathered:
-            candidates = distributed.all_gather_with_grad(v)
-            cand_labels = None if view_labels is None else distributed.all_gather_no_grad(view_labels)
+            distributed.check_equal_sizes("the views z1, z2", z1, self.process_group)
+            candidates = distributed.all_gather_with_grad(v, group=self.process_group)
+            cand_labels = (
+                None
+                if view_labels is None
+                else distributed.all_gather_no_grad(view_labels, group=self.process_group)
+            )
         return self._tiled(
             v,
             v,  # rolled by b once prepared: each view's partner
@@ -294,6 +387,7 @@ class ContrastiveLoss(nn.Module):
             generator=generator,
             symmetric=not gathered,
             positive_roll=b,
+            report=[("z1", z1), ("z2", z2)],
         )
 
     def _pair_loss(
@@ -307,12 +401,22 @@ class ContrastiveLoss(nn.Module):
         candidate_labels: Tensor | None,
         generator: torch.Generator | None,
         diagnostics: bool,
+        gather: bool = True,
     ) -> LossOutput:
-        """The pair layout, materialised or tiled by the memory budget."""
+        """The pair layout, materialised or tiled by the memory budget; with ``gather`` (and
+        ``gather_distributed``) the candidates, their labels and the mask are gathered."""
         self._check_labels_given(anchor_labels, "anchor_labels")
         self._check_labels_given(candidate_labels, "candidate_labels")
+        if gather and self._gathers() and isinstance(candidates, Tensor):
+            group = self.process_group
+            distributed.check_equal_sizes("the candidates", candidates, group)
+            if mask is not None and isinstance(mask, Tensor) and mask.dim() == 2:
+                mask = distributed.local_block(mask, fill=True, group=group)
+            if candidate_labels is not None and isinstance(candidate_labels, Tensor):
+                candidate_labels = distributed.all_gather_no_grad(candidate_labels, group=group)
+            candidates = distributed.all_gather_with_grad(candidates, group=group)
         tile = (
-            self._tile(int(anchors.shape[0]), int(candidates.shape[0]), anchors.dtype)
+            self._tile(int(anchors.shape[0]), int(candidates.shape[0]), anchors.dtype, anchors.device)
             if anchors.dim() == 2
             else None
         )
@@ -339,6 +443,7 @@ class ContrastiveLoss(nn.Module):
             normalize=self.normalize,
             anchor_labels=anchor_labels,
             candidate_labels=candidate_labels,
+            validate=self.validate,
         )
         return self.compute(scores, diagnostics=diagnostics, generator=generator)
 
@@ -410,6 +515,7 @@ class ContrastiveLoss(nn.Module):
         candidate_labels: Tensor | None = ...,
         generator: torch.Generator | None = ...,
         details: Literal[False] = ...,
+        gather: bool = ...,
     ) -> Tensor: ...
 
     @overload
@@ -424,6 +530,7 @@ class ContrastiveLoss(nn.Module):
         candidate_labels: Tensor | None = ...,
         generator: torch.Generator | None = ...,
         details: Literal[True],
+        gather: bool = ...,
     ) -> LossOutput: ...
 
     @overload
@@ -438,6 +545,7 @@ class ContrastiveLoss(nn.Module):
         candidate_labels: Tensor | None = ...,
         generator: torch.Generator | None = ...,
         details: bool = ...,
+        gather: bool = ...,
     ) -> Tensor | LossOutput: ...
 
     def pair(
@@ -451,12 +559,17 @@ class ContrastiveLoss(nn.Module):
         candidate_labels: Tensor | None = None,
         generator: torch.Generator | None = None,
         details: bool = False,
+        gather: bool = True,
     ) -> Tensor | LossOutput:
         """The pair layout: any given positives and a separate candidate pool (:func:`pair_scores`).
 
         For true positives drawn from the anchor's class (Arora et al., ICML 2019; Ash et al.,
         AISTATS 2022), explicit negatives, local–global pairs (InfoGraph) or a memory queue
-        (:class:`~hardneg.queue.QueueLoss`). Not gathered across ranks.
+        (:class:`~hardneg.queue.QueueLoss`). With ``gather_distributed`` under DDP the candidates
+        (and ``candidate_labels``) of all ranks are gathered, with gradients; ``mask`` is about the
+        local candidates (the other ranks' candidates are valid negatives) and the anchors and
+        positives stay local; ``gather=False`` keeps this call's candidates local (a pool that
+        is already the same on every rank, as MoCo's queue).
 
         Shapes: ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); ``mask`` (A, N) bool;
         labels (A,) and (N,) → scalar (or (A,) with ``reduction="none"``); a :class:`LossOutput`
@@ -472,6 +585,7 @@ class ContrastiveLoss(nn.Module):
                 candidate_labels=candidate_labels,
                 generator=generator,
                 diagnostics=details,
+                gather=gather,
             )
         return out if details else out.loss
 
@@ -527,8 +641,10 @@ class ContrastiveLoss(nn.Module):
         (hard, debiased, OT, K-subsampled) negative term over the candidates that are neither
         positive nor excluded — Robinson et al.'s estimator with M positives (ICLR 2021, §3,
         Fig. 13–14); see :func:`~hardneg.scores.multi_positive_scores`. InfoNCE and Debiased (fixed
-        τ⁺) objectives only; materialised (no tiling), not gathered across ranks; the
-        collision-free option needs labels and is not available here.
+        τ⁺) objectives only; materialised (no tiling); the collision-free option needs labels and
+        is not available here. With ``gather_distributed`` under DDP the candidates of all ranks
+        are gathered (with gradients); ``positive_mask`` and ``exclude`` are about the local
+        candidates (the other ranks' candidates are negatives).
 
         Shapes: ``anchors`` (A, d), ``candidates`` (N, d), ``positive_mask`` and ``exclude`` (A, N)
         bool → scalar (or (A,) with ``reduction="none"``); a :class:`LossOutput` with
@@ -538,6 +654,14 @@ class ContrastiveLoss(nn.Module):
 
         if self.collision_free:
             raise ValueError("collision_free needs labels; multi_positive takes none")
+        if self._gathers() and isinstance(candidates, Tensor):
+            group = self.process_group
+            distributed.check_equal_sizes("the candidates", candidates, group)
+            if isinstance(positive_mask, Tensor) and positive_mask.dim() == 2:
+                positive_mask = distributed.local_block(positive_mask, fill=False, group=group)
+            if isinstance(exclude, Tensor) and exclude.dim() == 2:
+                exclude = distributed.local_block(exclude, fill=False, group=group)
+            candidates = distributed.all_gather_with_grad(candidates, group=group)
         with full_precision(anchors):
             scores = multi_positive_scores(
                 anchors,
@@ -567,6 +691,7 @@ class ContrastiveLoss(nn.Module):
                 reduction=self.reduction,
                 diagnostics=diagnostics,
                 generator=generator,
+                validate=self.validate,
             )
 
     # -- deprecated names (0.1): one-line delegates, removed in 0.3 ----------------------------
@@ -681,5 +806,6 @@ class ContrastiveLoss(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"temperature={self.temperature}, normalize={self.normalize}, reduction={self.reduction!r}, "
-            f"gather_distributed={self.gather_distributed}"
+            f"gather_distributed={self.gather_distributed}, engine={self.engine!r}"
+            + ("" if self.validate else ", validate=False")
         )

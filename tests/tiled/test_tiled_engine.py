@@ -176,10 +176,11 @@ def test_automatic_choice_follows_the_memory_budget() -> None:
 
 def test_unsupported_combinations_name_what_to_change() -> None:
     z1, z2 = views(b=6, d=4)
-    with pytest.raises(
-        ValueError, match=r"tiled engine .* supports Uniform and Hard .*OptimalTransport.*memory_budget"
+    with pytest.raises(  # OT tiles with detached couplings (tests/tiled/test_ot_tiled.py)
+        ValueError, match=r"tiled engine .*OptimalTransport.*differentiable=True.*memory_budget"
     ):
-        ContrastiveLoss(memory_budget=0, negatives=negatives.OptimalTransport(epsilon=0.5))(z1, z2)
+        ot = negatives.OptimalTransport(epsilon=0.5, differentiable=True)
+        ContrastiveLoss(memory_budget=0, negatives=ot)(z1, z2)
     with pytest.raises(ValueError, match=r"row-wise .*Hinge.*JensenShannon.*Raise memory_budget"):
         ContrastiveLoss(memory_budget=0, objective=objectives.JensenShannon())(z1, z2)
     with pytest.raises(ValueError, match=r"Hinge\(aggregate='max'\) .* cannot use importance weights"):

@@ -154,6 +154,16 @@ class OptimalTransport(NegativeDistribution):
     masks (e.g. after :class:`Subsample`) a coupling with uniform marginals may not exist; the
     warning says so.
 
+    **Beyond the memory budget** (or ``engine="tiled"``) :class:`~hardneg.ContrastiveLoss` solves
+    the same coupling without the (A, N) matrix (:mod:`hardneg.tiled.ot`: each Sinkhorn iteration
+    one sweep over row strips recomputed from the embeddings, memory O((A + N)·d + strip)), with
+    the same iterates, stopping rule, values and gradients, for ``differentiable=False``, a string
+    ``cost`` and the objectives that read ``log Σ_j w_ij e^{s_ij}`` (InfoNCE, Debiased, Logistic).
+
+    **Per rank** under DDP: each process solves the transport problem between its *local*
+    anchors and the gathered candidates (the row marginal is that of the local batch), which is
+    not the coupling of the concatenated batch; see :mod:`hardneg.distributed`.
+
     When to choose it: the marginal constraint keeps every candidate in use as some anchor's
     negative (no candidate is hard for everyone), at the price of a few Sinkhorn iterations per
     batch; for the plain exponential tilt use :class:`~hardneg.negatives.Hard`.
@@ -213,17 +223,21 @@ class OptimalTransport(NegativeDistribution):
             max_iter=self.max_iter, method=self.method, differentiable=self.differentiable,
         )
         if not res.converged:
-            # one text per setting, so Python shows it once per process, not once per step; the
-            # error of each call is in the SinkhornResult (``details``)
-            warnings.warn(
-                f"OptimalTransport: Sinkhorn stopped at max_iter={self.max_iter} with a row-marginal "
-                f"L1 error above tol={self.tol:g} (epsilon={self.epsilon:g}); increase max_iter or "
-                "epsilon, or check that the mask admits a coupling with uniform marginals (shown "
-                "once; each call's error is in its SinkhornResult)",
-                RuntimeWarning,
-                stacklevel=3,
-            )
+            self.warn_not_converged(stacklevel=4)
         return ell, res
+
+    def warn_not_converged(self, *, stacklevel: int = 2) -> None:
+        """The ``RuntimeWarning`` of a solve that stopped at ``max_iter`` (both engines)."""
+        # one text per setting, so Python shows it once per process, not once per step; the
+        # error of each call is in the SinkhornResult (``details``)
+        warnings.warn(
+            f"OptimalTransport: Sinkhorn stopped at max_iter={self.max_iter} with a row-marginal "
+            f"L1 error above tol={self.tol:g} (epsilon={self.epsilon:g}); increase max_iter or "
+            "epsilon, or check that the mask admits a coupling with uniform marginals (shown "
+            "once; each call's error is in its SinkhornResult)",
+            RuntimeWarning,
+            stacklevel=stacklevel,
+        )
 
     def log_weights(self, scores: Scores) -> Tensor | None:
         return self.solve(scores)[0]

@@ -46,8 +46,9 @@ class WeightedScores:
         tilt: the β of weights ``w ∝ e^{β s}`` on the raw logits (0 for uniform weights), ``None``
             for any other distribution. The debiased objective with M positives reweights the
             positives by the same tilt (Robinson et al., ICLR 2021, §3: ``q_β⁺``).
-        mean_of, max_logit: how an engine that never forms the (A, N) logits computes
-            :meth:`mean_of` and :meth:`max_logit` (the tiled engine); ``None``: from the logits.
+        mean_of: how an engine that never forms the (A, N) logits (the tiled engine) computes
+            :meth:`mean_of`; ``None``: from the logits.
+        max_logit: how such an engine computes :meth:`max_logit`; ``None``: from the logits.
     """
 
     __slots__ = (

@@ -33,7 +33,9 @@ class Scores:
           Robinson et al.'s estimator with M positives (ICLR 2021, §3: ``Ẑ⁺ = (1/M) Σ_m e^{…}``),
           and ``mask`` excludes the positives. ``None``: one positive per anchor.
 
-    ``temperature`` is the ``t`` the logits were divided by.
+    ``temperature`` is the ``t`` the logits were divided by. ``nonempty``: the layout has already
+    established that every anchor has a valid negative (statically, or in its one host read), so
+    the engine need not read the counts back; a new mask (:meth:`with_mask`) clears it.
     """
 
     positive: Tensor
@@ -47,6 +49,7 @@ class Scores:
     candidate_labels: Tensor | None = None
     positive_mask: Tensor | None = None
     valid_counts: Tensor | None = field(default=None, repr=False, compare=False)
+    nonempty: bool = field(default=False, repr=False, compare=False)
 
     @property
     def num_anchors(self) -> int:
@@ -80,7 +83,7 @@ class Scores:
                 f"mask must be a bool tensor of shape {tuple(self.logits.shape)}, "
                 f"got {mask.dtype} of shape {tuple(mask.shape)}"
             )
-        return replace(self, mask=mask, valid_counts=None)
+        return replace(self, mask=mask, valid_counts=None, nonempty=False)
 
     def masked_logits(self) -> Tensor:
         """``s_ij`` where valid, ``-inf`` elsewhere (one pass over the matrix)."""
@@ -90,8 +93,6 @@ class Scores:
 def count_valid(mask: Tensor) -> Tensor:
     """Row counts of a bool (A, N) mask as int32, shape (A,)."""
     return mask.sum(dim=1, dtype=torch.int32)
-
-
 
 
 def same_label(anchor_labels: Tensor, candidate_labels: Tensor) -> Tensor:

@@ -1,7 +1,8 @@
 """The loss engine without the (A, N) matrix: steps 1–4 with logits made one tile at a time.
 
-Supported: negative distributions :class:`~hardneg.negatives.Uniform` and
-:class:`~hardneg.negatives.Hard` (any β; not ``rescale``/``detach_weights``), wrapped in any
+Supported: negative distributions :class:`~hardneg.negatives.Uniform`,
+:class:`~hardneg.negatives.Hard` (any β; not ``rescale``/``detach_weights``) and
+:class:`~hardneg.negatives.OptimalTransport` (streamed Sinkhorn, :mod:`hardneg.tiled.ot`), wrapped in any
 :class:`~hardneg.negatives.CollisionFree` / :class:`~hardneg.negatives.Subsample`; objectives
 that read only per-anchor statistics (``Objective.row_reducible``: InfoNCE, Debiased, Logistic,
 LogisticMPair, Hinge, Triplet); every layout (SimCLR's 2B views, explicit candidates, a memory
@@ -19,14 +20,17 @@ Anything else raises ``ValueError`` naming what is unsupported and the memory bu
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
+from hardneg._validation import check_rows_nonempty
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.hard import Hard
 from hardneg.negatives.keys import draw_seed
 from hardneg.negatives.oracle import CollisionFree
+from hardneg.negatives.ot import OptimalTransport
 from hardneg.negatives.subsample import Subsample
 from hardneg.negatives.uniform import Uniform
 from hardneg.negatives.weighted import WeightedScores
@@ -35,10 +39,108 @@ from hardneg.reduction import LossOutput, reduce
 from hardneg.scores import Scores
 from hardneg.tiled.lse import tiled_lse
 from hardneg.tiled.mask import TileMask
+from hardneg.tiled.ot import check_ot_tileable, tiled_ot_loss
 from hardneg.tiled.rowmean import tiled_row_argmax, tiled_row_mean
 from hardneg.tiled.symmetric import tiled_lse_symmetric
 
-__all__ = ["check_tileable", "tiled_loss"]
+__all__ = [
+    "ENGINES",
+    "SPEED_CROSSOVER",
+    "EngineChoice",
+    "check_tileable",
+    "choose_engine",
+    "speed_tile",
+    "tiled_loss",
+]
+
+ENGINES = ("auto", "materialised", "tiled")
+
+# Anchors × candidates (A·N) from which the tiled engine is the faster one, per device type,
+# for Uniform and Hard negatives, fwd + bwd, d = 128, float32 (``benchmarks/bench_tiled.py``
+# prints default / faster per B; docs/loss_api.md has the table). CPU: SimCLR's layout (A = N = 2B)
+# measured tiled / materialised = 1.15 (B = 256), 1.07 (512, tiles of 1024), 0.70 (1024), 0.46
+# (4096) on 2 threads (issue 25), and with tiles of 512 on 1 thread 1.32 (B = 256), 1.07 (384),
+# 0.78 (512), 0.70 (768), 0.48 (1024); a queue of 65 536 keys with A = 256 queries: 0.55–0.6. So
+# from B = 512 (A·N = 1024²) on. ``cuda``: unmeasured; a conservative guess (a GPU's element-wise
+# passes over the materialised matrices are fast up to its memory), to be replaced by a
+# measurement.
+SPEED_CROSSOVER: dict[str, int] = {"cpu": 1024 * 1024, "cuda": 16384 * 16384}
+
+
+def speed_tile(kind: str, num_anchors: int, num_candidates: int) -> int:
+    """The tile side when tiling for speed: on a CPU 512 up to 4096 rows or columns (at B = 1024 a
+    fwd + bwd took 0.48 of the materialised time with tiles of 512 against 0.62 with 1024: more
+    tile pairs share the symmetric saving), else 1024 (B = 4096: 0.37 with 1024, 0.39 with 512,
+    0.44 with 2048; larger tiles leave the caches); 4096 on a GPU (unmeasured)."""
+    if kind != "cpu":
+        return 4096
+    return 512 if max(num_anchors, num_candidates) <= 4096 else 1024
+
+
+class EngineChoice(NamedTuple):
+    """Which engine computes a batch: ``engine`` (``"materialised"`` or ``"tiled"``), the tile side
+    (``None`` when materialised) and the reason (``"memory budget"``, ``"speed crossover (…)"``,
+    ``"forced"``, ``"below the speed crossover (…)"`` or ``"not supported by the tiled engine"``)."""
+
+    engine: str
+    tile: int | None
+    reason: str
+
+
+def choose_engine(
+    num_anchors: int,
+    num_candidates: int,
+    dtype: torch.dtype,
+    device: str | torch.device,
+    *,
+    negatives: NegativeDistribution,
+    objective: Objective,
+    memory_budget: int,
+    tile_size: int | None = None,
+    engine: str = "auto",
+) -> EngineChoice:
+    """The engine (and tile side) for an (A, N) batch; see ``ContrastiveLoss.engine_for``.
+
+    ``auto``: the tiled engine when the materialised (A, N) matrices exceed ``memory_budget``
+    (:func:`materialised_bytes`; tile side from the budget, :func:`tile_for_budget`), or when
+    ``A·N ≥ SPEED_CROSSOVER[device type]`` and the distribution is plain Uniform or Hard (the
+    configurations measured faster tiled; others, e.g. K-subsampled or OT, tile only by memory);
+    else the materialised engine. ``materialised`` raises ``ValueError`` beyond the budget;
+    ``tiled`` raises ``ValueError`` for what the tiled engine does not support
+    (:func:`check_tileable`). ``tile_size`` overrides every tile side. Shapes: A anchors × N
+    candidates; the materialised engine holds about four (A, N) matrices
+    (:func:`materialised_bytes`), the tiled one (online softmax, Milakov & Gimelshein,
+    arXiv:1805.02867, 2018; tiled as in Inf-CL, Cheng et al., arXiv:2410.17243, 2024) a few
+    tile² buffers.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    kind = torch.device(device).type
+    over = materialised_bytes(num_anchors, num_candidates, dtype) > memory_budget
+    budget_tile = tile_size or tile_for_budget(memory_budget, dtype)
+    fast_tile = tile_size or speed_tile(kind, num_anchors, num_candidates)
+    if engine == "materialised":
+        if over:
+            raise ValueError(
+                f"engine='materialised' needs {materialised_bytes(num_anchors, num_candidates, dtype)} "
+                f"bytes for the ({num_anchors}, {num_candidates}) score matrices, above memory_budget="
+                f"{memory_budget}; raise memory_budget or use engine='auto' or 'tiled'"
+            )
+        return EngineChoice("materialised", None, "forced")
+    if engine == "tiled":
+        check_tileable(negatives, objective)
+        return EngineChoice("tiled", budget_tile if over else fast_tile, "forced")
+    if over:  # the tiled engine raises for what it does not support, naming the budget
+        return EngineChoice("tiled", budget_tile, "memory budget")
+    try:
+        check_tileable(negatives, objective)
+    except ValueError:
+        return EngineChoice("materialised", None, "not supported by the tiled engine")
+    crossover = SPEED_CROSSOVER.get(kind, SPEED_CROSSOVER["cuda"])
+    where = f"A·N = {crossover} on {kind}"
+    if type(negatives) in (Uniform, Hard) and num_anchors * num_candidates >= crossover:
+        return EngineChoice("tiled", fast_tile, f"speed crossover (tiled faster above {where})")
+    return EngineChoice("materialised", None, f"below the speed crossover ({where})")
 
 
 def _unwrap(negatives: NegativeDistribution) -> tuple[NegativeDistribution, Subsample | None, bool]:
@@ -59,13 +161,17 @@ def _unwrap(negatives: NegativeDistribution) -> tuple[NegativeDistribution, Subs
 def check_tileable(negatives: NegativeDistribution, objective: Objective, *, budget: str = "") -> None:
     """Raise ``ValueError`` unless the tiled engine computes this distribution and objective."""
     base, _, _ = _unwrap(negatives)
+    if isinstance(base, OptimalTransport):  # streamed Sinkhorn (hardneg.tiled.ot)
+        check_ot_tileable(base, objective)
+        return
     ok = isinstance(base, Uniform) or (
         isinstance(base, Hard) and not base.rescale and not base.detach_weights and base.target_ess is None
     )
     if not ok:
         raise ValueError(
             f"the tiled engine (batches beyond memory_budget{budget}) supports Uniform and Hard negatives "
-            "(without rescale/detach_weights/target_ess), optionally wrapped in CollisionFree/Subsample; "
+            "(without rescale/detach_weights/target_ess) and OptimalTransport (hardneg.tiled.ot), "
+            "optionally wrapped in CollisionFree/Subsample; "
             "got "
             f"negatives={negatives!r}. Raise memory_budget to materialise the score matrix"
         )
@@ -99,6 +205,7 @@ def tiled_loss(
     generator: torch.Generator | None = None,
     symmetric: bool = False,
     compiled: bool = False,
+    validate: bool = True,
 ) -> LossOutput:
     """Steps 2–4 for prepared embeddings (normalised or not), never forming the (A, N) matrix.
 
@@ -109,7 +216,10 @@ def tiled_loss(
     and the exclusions pair up; the log-sum-exp then computes each tile pair once
     (:func:`~hardneg.tiled.symmetric.tiled_lse_symmetric`) unless K-subsampling breaks the symmetry.
     ``compiled=True`` fuses each tile's element-wise work with ``torch.compile``
-    (:mod:`hardneg.tiled.compiled`; the first call compiles).
+    (:mod:`hardneg.tiled.compiled`; the first call compiles). ``validate=False`` skips the one
+    host read that checks every anchor has a valid negative. The per-tile work reads no tensor
+    value: the tiles' exponent floors and the shared-shift safety are decided once per call
+    (:func:`~hardneg.tiled.lse.plan_tiles`).
     """
     check_tileable(negatives, objective)
     base, sub, collision_free = _unwrap(negatives)
@@ -129,19 +239,34 @@ def tiled_loss(
         g = generator if generator is not None else sub.generator
         seed = draw_seed(g, device=candidates.device if g is not None else "cpu")
         rule = rule.with_subsample(seed, sub.num_negatives, tile)
+    if isinstance(base, OptimalTransport):
+        return tiled_ot_loss(
+            anchors, positives, candidates, negatives=base, objective=objective, rule=rule,
+            temperature=temperature, anchor_norms=anchor_norms, positive_norms=positive_norms,
+            candidate_norms=candidate_norms, reduction=reduction, tile=tile,
+            anchor_labels=anchor_labels, candidate_labels=candidate_labels,
+            diagnostics=diagnostics, validate=validate, source=repr(negatives),
+        )
     beta = base.beta if isinstance(base, Hard) and base.beta >= torch.finfo(anchors.dtype).tiny else 0.0
     exponents: tuple[float, ...] = (1.0 + beta, beta) if beta > 0 else (1.0,)
     if diagnostics and beta > 0:
         exponents += (2.0 * beta,)
     at = anchors / temperature
+    # log Σ e^{a_e s} = log Σ e^{(a_e / u) (u s)}: the streamed logits are u·s with u the smallest
+    # exponent (β for hard negatives), so that exponent needs no scaling pass per tile and
+    # 1 + β = kβ is the integer power k of it (the anchors are scaled once, O(A·d))
+    unit = min(exponents) if 1e-3 <= min(exponents) != 1.0 else 1.0
+    streamed = tuple(e / unit for e in exponents)
     if symmetric and rule.subsample_threshold is None and rule.explicit is None and rule.symmetric_labels:
         lse, counts = tiled_lse_symmetric(
-            candidates, 1.0 / temperature, exponents, rule, tile=tile, compiled=compiled
+            candidates, unit / temperature, streamed, rule, tile=tile, compiled=compiled
         )
     else:
-        lse, counts = tiled_lse(at, candidates, exponents, rule, tile=tile, compiled=compiled)
-    if bool((counts == 0).any()):
-        raise ValueError("every anchor needs at least one valid negative; some rows of mask are empty")
+        lse, counts = tiled_lse(
+            at * unit if unit != 1.0 else at, candidates, streamed, rule, tile=tile, compiled=compiled
+        )
+    if validate:
+        check_rows_nonempty(counts)
     n_valid = counts.to(anchors.dtype)
     lws = lse[:, 0] - lse[:, 1] + n_valid.log() if beta > 0 else lse[:, 0]
     positive = (at * positives).sum(dim=1)

@@ -19,7 +19,9 @@ Cheng et al. (Inf-CL, arXiv:2410.17243), extended to several exponents (hard neg
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -27,6 +29,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from hardneg.tiled.mask import TileMask
+from hardneg.tiled.pair import safe_band
 from hardneg.tiled.stream import (
     Scratch,
     absorb_,
@@ -34,11 +37,76 @@ from hardneg.tiled.stream import (
     finish,
     grad_apply,
     grad_plan,
-    may_underflow,
     tiles,
 )
 
-__all__ = ["tiled_lse"]
+__all__ = ["TilePlan", "plan_tiles", "tiled_lse"]
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """What the tiles of one call need to know about the data, decided once per call (one host
+    read, :func:`plan_tiles`) so that the per-tile Python work reads no tensor value.
+
+    Attributes:
+        risky: an exponent argument may fall below :func:`~hardneg.tiled.stream.exp_floor`
+            (Cauchy–Schwarz bound; then every tile is floored).
+        shared_shift: one shift per tile pair is safe everywhere (:mod:`hardneg.tiled.pair`):
+            ``2 · a_max · h ≤ B`` with ``h = max‖x‖ · max‖y‖ ≥ |s|``, which bounds both the
+            forward gap ``a(c − max_j s_ij)`` and the backward scale ``a c − L_i``.
+        masked: the ``(row tile, column tile)`` blocks that hold an invalid entry, or ``None``
+            when any block may (labels, an explicit mask, K-subsampling): those are floored.
+        low: the exponent floor of the dtype.
+    """
+
+    risky: bool
+    shared_shift: bool
+    masked: frozenset[tuple[int, int]] | None
+    low: float
+
+    def clean(self, row_tile: int, col_tile: int) -> bool:
+        """Whether the block is known to hold no invalid entry (then its mask is not made: no
+        per-tile index search, which would be a device synchronisation on a GPU)."""
+        return self.masked is not None and (row_tile, col_tile) not in self.masked
+
+    def floor(self, row_tile: int, col_tile: int) -> float | None:
+        """The exponent floor of a block (``None``: no clamping pass)."""
+        if self.risky or self.masked is None or (row_tile, col_tile) in self.masked:
+            return self.low
+        return None
+
+
+def plan_tiles(x: Tensor, y: Tensor, exponents: tuple[float, ...], rule: TileMask, tile: int) -> TilePlan:
+    """The :class:`TilePlan` of the logits ``x yᵀ`` cut in ``tile``-sided blocks, from one host read
+    of ``max‖x‖``, ``max‖y‖`` and (for a mask made of exclusions only) the blocks that hold an
+    excluded entry. Exponent arguments are at least ``−2 a_max h − log N`` (``h`` as in
+    :class:`TilePlan`)."""
+    a_n, n_n = x.shape[0], y.shape[0]
+    a_max = max(exponents)
+    n_r, n_c = -(-a_n // tile), -(-n_n // tile)
+    if a_n and n_n:
+        parts = [torch.linalg.vector_norm(z, dim=1).amax()[None] for z in (x, y)]
+    else:
+        parts = [x.new_zeros(2)]
+    if rule.exclusions_only and n_r * n_c <= 1 << 16:  # beyond: every block floored
+        ex = rule.excluded
+        ok = ex >= 0
+        rows = torch.arange(ex.shape[0], device=ex.device)[:, None].div(tile, rounding_mode="floor")
+        flat = torch.where(ok, rows * n_c + ex.div(tile, rounding_mode="floor"), n_r * n_c)
+        table = torch.zeros(n_r * n_c + 1, dtype=x.dtype, device=x.device)
+        parts.append(table.index_fill_(0, flat.flatten(), 1.0)[:-1])
+    values = torch.cat([p.detach().to(x.dtype) for p in parts]).tolist()  # the call's one host read
+    h = values[0] * values[1] if a_n and n_n else 0.0
+    masked = None
+    if len(values) > 2:
+        masked = frozenset((k // n_c, k % n_c) for k, hit in enumerate(values[2:]) if hit)
+    low = exp_floor(x.dtype)
+    return TilePlan(
+        risky=-2.0 * a_max * h - math.log(max(n_n, 1)) < low,
+        shared_shift=2.0 * a_max * h <= safe_band(x.dtype),
+        masked=masked,
+        low=low,
+    )
 
 
 def _forward(
@@ -48,25 +116,22 @@ def _forward(
     rule: TileMask,
     tile: int,
     compiled: bool,
-    risky: bool,
+    plan: TilePlan,
 ) -> tuple[Tensor, Tensor]:
-    """Forward of :class:`_TiledLSE`; ``risky``: :func:`~hardneg.tiled.stream.may_underflow` of
-    the inputs (then every tile's exponent arguments are floored)."""
+    """Forward of :class:`_TiledLSE`; ``plan``: each tile's exponent floor (:func:`plan_tiles`)."""
     a_n = anchors.shape[0]
     fold = block_absorb(exponents, anchors, compiled)
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
     work = Scratch()
-    low = exp_floor(anchors.dtype)
-    for r0, r1 in tiles(a_n, tile):
+    for bi, (r0, r1) in enumerate(tiles(a_n, tile)):
         a_blk = anchors[r0:r1]
         run_max = torch.full((r1 - r0,), float("-inf"), dtype=anchors.dtype, device=anchors.device)
         run_sum = torch.zeros(r1 - r0, len(exponents), dtype=anchors.dtype, device=anchors.device)
-        for c0, c1 in tiles(candidates.shape[0], tile):
+        for bj, (c0, c1) in enumerate(tiles(candidates.shape[0], tile)):
             s = torch.mm(a_blk, candidates[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
-            valid = rule.fill_invalid_(s, r0, r1, c0, c1)
-            counts[r0:r1] += valid
-            fold(run_max, run_sum, s, 1, work, True, floor_for(risky, valid, c1 - c0, low))
+            counts[r0:r1] += c1 - c0 if plan.clean(bi, bj) else rule.fill_invalid_(s, r0, r1, c0, c1)
+            fold(run_max, run_sum, s, 1, work, True, plan.floor(bi, bj))
         out[r0:r1] = finish(run_max, run_sum, exponents)
     return out, counts
 
@@ -82,11 +147,11 @@ class _TiledLSE(torch.autograd.Function):
         tile: int,
         compiled: bool,
     ) -> tuple[Tensor, Tensor]:
-        risky = may_underflow(anchors, candidates, exponents, candidates.shape[0])  # once, for both passes
-        out, counts = _forward(anchors, candidates, exponents, rule, tile, compiled, risky)
+        plan = plan_tiles(anchors, candidates, exponents, rule, tile)  # once, for both passes
+        out, counts = _forward(anchors, candidates, exponents, rule, tile, compiled, plan)
         ctx.save_for_backward(anchors, candidates, out)
         ctx.exponents, ctx.rule, ctx.tile, ctx.compiled = exponents, rule, tile, compiled
-        ctx.risky = risky
+        ctx.plan = plan
         ctx.mark_non_differentiable(counts)
         return out, counts
 
@@ -102,16 +167,17 @@ class _TiledLSE(torch.autograd.Function):
             return ga, gc, None, None, None, None
         plan, grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
         work = Scratch()
-        risky, low = ctx.risky, exp_floor(anchors.dtype)
-        for r0, r1 in tiles(anchors.shape[0], tile):
+        tplan: TilePlan = ctx.plan
+        for bi, (r0, r1) in enumerate(tiles(anchors.shape[0], tile)):
             a_blk = anchors[r0:r1]
             planned = plan(lse[r0:r1], coef[r0:r1])
             ga_blk = None
-            for c0, c1 in tiles(candidates.shape[0], tile):
+            for bj, (c0, c1) in enumerate(tiles(candidates.shape[0], tile)):
                 c_blk = candidates[c0:c1]
                 s = torch.mm(a_blk, c_blk.T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
-                valid = rule.fill_invalid_(s, r0, r1, c0, c1)  # −inf: no gradient (but e^{floor})
-                g = grad_of(s, planned, 1, work, "", floor_for(risky, valid, c1 - c0, low))
+                if not tplan.clean(bi, bj):
+                    rule.fill_invalid_(s, r0, r1, c0, c1)  # −inf: no gradient (but e^{floor})
+                g = grad_of(s, planned, 1, work, "", tplan.floor(bi, bj))
                 if ga is not None:
                     ga_blk = g @ c_blk if ga_blk is None else ga_blk.addmm_(g, c_blk)
                 if gc is not None:
@@ -126,19 +192,13 @@ def backward_coefficients(
 ) -> tuple[Tensor, Tensor, list[int]]:
     """``(coef, lse, active)``: ``coef = a_e · ∂loss/∂L_e`` (A, E), zero on rows without a valid
     entry (L = −inf: no gradient), ``lse`` with those rows set to 0, and the exponents that carry
-    a gradient (e.g. not the 2β of the effective sample size)."""
+    a gradient (e.g. not the 2β of the effective sample size), from one host read per backward."""
     finite = torch.isfinite(out)
     coef = torch.where(finite, grad, 0.0) * torch.tensor(exponents, dtype=grad.dtype, device=grad.device)
     lse = torch.where(finite, out, 0.0)
-    active = [e for e in range(len(exponents)) if bool((coef[:, e] != 0).any())]
+    carries = (coef != 0).any(dim=0).tolist()
+    active = [e for e in range(len(exponents)) if carries[e]]
     return coef, lse, active
-
-
-def floor_for(risky: bool, valid: Tensor, width: int, low: float) -> float | None:
-    """The exponent floor of a tile (:func:`~hardneg.tiled.stream.exp_floor`): where an argument
-    may underflow (``risky``) or the tile holds masked (−inf) entries (a row with fewer than
-    ``width`` valid entries), else ``None`` (no clamping pass)."""
-    return low if risky or bool((valid < width).any()) else None
 
 
 def block_absorb(

@@ -26,8 +26,8 @@ from torch.autograd.function import once_differentiable
 
 from hardneg._ramp import Ramp
 from hardneg.tiled.lse import _forward as _lse_forward
+from hardneg.tiled.lse import plan_tiles
 from hardneg.tiled.mask import TileMask
-from hardneg.tiled.stream import may_underflow
 from hardneg.tiled.stream import tiles as _tiles
 
 __all__ = ["Ramp", "tiled_row_argmax", "tiled_row_mean"]
@@ -64,8 +64,8 @@ class _TiledRowMean(torch.autograd.Function):
         a_n = anchors.shape[0]
         total = torch.zeros(a_n, dtype=anchors.dtype, device=anchors.device)
         if beta > 0:  # pass 1: L_β; pass 2: Σ_j p_ij h_ij
-            risky = may_underflow(anchors, candidates, (beta,), candidates.shape[0])
-            lse, counts = _lse_forward(anchors, candidates, (beta,), rule, tile, False, risky)
+            plan = plan_tiles(anchors, candidates, (beta,), rule, tile)
+            lse, counts = _lse_forward(anchors, candidates, (beta,), rule, tile, False, plan)
             lse_beta: Tensor | None = lse[:, 0]
         else:  # one pass: Σ_j h_ij and N_i, then the mean
             lse_beta, counts = None, torch.zeros(a_n, dtype=torch.int64, device=anchors.device)

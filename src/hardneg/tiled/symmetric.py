@@ -27,10 +27,10 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from hardneg.tiled.lse import backward_coefficients, block_absorb, block_gradient, floor_for
+from hardneg.tiled.lse import TilePlan, backward_coefficients, block_absorb, block_gradient, plan_tiles
 from hardneg.tiled.mask import TileMask
 from hardneg.tiled.pair import absorb_pair_, grad_pair
-from hardneg.tiled.stream import Scratch, exp_floor, finish, may_underflow, tiles
+from hardneg.tiled.stream import Scratch, finish, tiles
 
 __all__ = ["tiled_lse_symmetric"]
 
@@ -42,7 +42,7 @@ def _forward(
     rule: TileMask,
     tile: int,
     compiled: bool,
-    risky: bool,
+    plan: TilePlan,
 ) -> tuple[Tensor, Tensor]:
     fold = block_absorb(exponents, v, compiled)
     n, e_n = v.shape[0], len(exponents)
@@ -51,17 +51,18 @@ def _forward(
     counts = torch.zeros(n, dtype=torch.int64, device=v.device)
     blocks = tiles(n, tile)
     work = Scratch()
-    low = exp_floor(v.dtype)
+    shared = plan.shared_shift and not compiled
     for bi, (r0, r1) in enumerate(blocks):
-        for c0, c1 in blocks[bi:]:
+        for bj, (c0, c1) in enumerate(blocks[bi:], start=bi):
             s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))  # = c·⟨v_i, v_j⟩
-            valid = rule.fill_invalid_(s, r0, r1, c0, c1)
-            counts[r0:r1] += valid
-            floor = floor_for(risky, valid, c1 - c0, low)  # (a symmetric mask: rows tell for columns)
+            clean = plan.clean(bi, bj)  # (a symmetric mask: rows tell for columns)
+            counts[r0:r1] += c1 - c0 if clean else rule.fill_invalid_(s, r0, r1, c0, c1)
+            floor = plan.floor(bi, bj)
             if c0 != r0:  # rows J, read down the columns of the tile (before s is consumed)
-                counts[c0:c1] += rule.count_valid(c0, c1, r0, r1)
+                counts[c0:c1] += r1 - r0 if clean else rule.count_valid(c0, c1, r0, r1)
                 rows, cols = (run_max[r0:r1], run_sum[r0:r1]), (run_max[c0:c1], run_sum[c0:c1])
-                if not compiled and absorb_pair_(rows, cols, s, exponents, scratch=work, floor=floor):
+                if shared:
+                    absorb_pair_(rows, cols, s, exponents, scratch=work, floor=floor)
                     continue
                 fold(run_max[c0:c1], run_sum[c0:c1], s, 0, work, False, floor)
             fold(run_max[r0:r1], run_sum[r0:r1], s, 1, work, True, floor)
@@ -80,11 +81,11 @@ class _SymmetricLSE(torch.autograd.Function):
         compiled: bool,
     ) -> tuple[Tensor, Tensor]:
         w = v * scale
-        risky = may_underflow(w, v, exponents, v.shape[0])  # once, for both passes
-        out, counts = _forward(v, w, exponents, rule, tile, compiled, risky)
+        plan = plan_tiles(w, v, exponents, rule, tile)  # once, for both passes
+        out, counts = _forward(v, w, exponents, rule, tile, compiled, plan)
         ctx.save_for_backward(v, w, out)
         ctx.exponents, ctx.rule, ctx.tile, ctx.compiled = exponents, rule, tile, compiled
-        ctx.risky = risky
+        ctx.plan = plan
         ctx.mark_non_differentiable(counts)
         return out, counts
 
@@ -101,17 +102,19 @@ class _SymmetricLSE(torch.autograd.Function):
         blocks = tiles(v.shape[0], tile)
         plans = [plan(lse[b0:b1], coef[b0:b1]) for b0, b1 in blocks]
         work = Scratch()
-        risky, low = ctx.risky, exp_floor(v.dtype)
+        tplan: TilePlan = ctx.plan
+        shared = tplan.shared_shift and not ctx.compiled
         for bi, (r0, r1) in enumerate(blocks):
-            for c0, c1 in blocks[bi:]:
+            for bj, (c0, c1) in enumerate(blocks[bi:], start=bi):
                 s = torch.mm(w[r0:r1], v[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, v))
-                valid = rule.fill_invalid_(s, r0, r1, c0, c1)  # −inf: no gradient (but e^{floor})
-                floor = floor_for(risky, valid, c1 - c0, low)
+                if not tplan.clean(bi, bj):
+                    rule.fill_invalid_(s, r0, r1, c0, c1)  # −inf: no gradient (but e^{floor})
+                floor = tplan.floor(bi, bj)
                 # H = G_IJ + G_JIᵀ; on a diagonal tile (s symmetric) G_IIᵀ is the column-wise
                 # gradient of the same tile, so no transposed copy is needed there either
                 rows, cols = (lse[r0:r1], coef[r0:r1]), (lse[c0:c1], coef[c0:c1])
                 h = None
-                if not ctx.compiled:
+                if shared:
                     h = grad_pair(s, rows, cols, exponents, active, scratch=work, floor=floor)
                 if h is None:  # two exponentials (compiled kernels, or the shared shift unsafe)
                     h = grad_of(s, plans[bi], 1, work, "r", floor)

@@ -1,0 +1,86 @@
+"""The engine chosen for a batch: by memory budget, by the measured speed crossover, or forced
+(issue 25, item 1), and the same values whichever engine computes the loss."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hardneg import ContrastiveLoss, negatives, objectives
+from hardneg.tiled.engine import SPEED_CROSSOVER, EngineChoice, materialised_bytes, speed_tile
+
+CPU_B = int(SPEED_CROSSOVER["cpu"] ** 0.5) // 2  # SimCLR's B at the CPU crossover (A = N = 2B)
+
+
+def test_auto_below_and_above_the_speed_crossover() -> None:
+    loss_fn = ContrastiveLoss()
+    below = loss_fn.engine_for(2 * CPU_B - 2, 2 * CPU_B - 2)
+    assert below.engine == "materialised" and below.tile is None
+    assert below.reason.startswith("below the speed crossover")
+    above = loss_fn.engine_for(2 * CPU_B, 2 * CPU_B)
+    assert above == EngineChoice("tiled", speed_tile("cpu", 2 * CPU_B, 2 * CPU_B), above.reason)
+    assert above.reason == f"speed crossover (tiled faster above A·N = {SPEED_CROSSOVER['cpu']} on cpu)"
+    hard = ContrastiveLoss(tau_plus=0.1, negatives=negatives.Hard(beta=1.0))
+    assert hard.engine_for(8192, 8192).engine == "tiled"
+    assert hard.engine_for(8192, 8192).tile == 1024  # large batches: tiles of 1024
+
+
+def test_cuda_has_its_own_crossover() -> None:
+    loss_fn = ContrastiveLoss(memory_budget=1 << 40)
+    n = 2 * CPU_B
+    assert loss_fn.engine_for(n, n, device="cuda").engine == "materialised"
+    big = int(SPEED_CROSSOVER["cuda"] ** 0.5)
+    assert loss_fn.engine_for(big, big, device="cuda").engine == "tiled"
+
+
+def test_memory_budget_still_caps() -> None:
+    loss_fn = ContrastiveLoss(memory_budget=materialised_bytes(64, 64, torch.float32))
+    assert loss_fn.engine_for(64, 64).engine == "materialised"
+    choice = loss_fn.engine_for(64, 65)
+    assert choice.engine == "tiled" and choice.reason == "memory budget"
+    assert ContrastiveLoss(memory_budget=0, tile_size=7).engine_for(4, 4) == EngineChoice(
+        "tiled", 7, "memory budget"
+    )
+
+
+def test_distributions_not_measured_faster_tile_only_by_memory() -> None:
+    n = 4 * CPU_B
+    jsd = ContrastiveLoss(objective=objectives.JensenShannon())
+    assert jsd.engine_for(n, n) == EngineChoice("materialised", None, "not supported by the tiled engine")
+    ot = ContrastiveLoss(negatives=negatives.OptimalTransport(epsilon=0.5))
+    assert ot.engine_for(n, n).engine == "materialised"  # unsupported, or tiled by memory only
+    sub = ContrastiveLoss(num_negatives=8)  # tileable, but not measured faster: memory only
+    assert sub.engine_for(n, n).reason.startswith("below the speed crossover")
+    assert ContrastiveLoss(negatives=negatives.Hard(target_ess=0.5)).engine_for(n, n).engine == "materialised"
+
+
+def test_forced_engines() -> None:
+    n = 4 * CPU_B
+    assert ContrastiveLoss(engine="materialised").engine_for(n, n) == EngineChoice(
+        "materialised", None, "forced"
+    )
+    assert ContrastiveLoss(engine="tiled").engine_for(8, 8) == EngineChoice("tiled", 512, "forced")
+    with pytest.raises(ValueError, match=r"engine='materialised' needs .* above memory_budget=1000"):
+        ContrastiveLoss(engine="materialised", memory_budget=1000).engine_for(n, n)
+    with pytest.raises(ValueError, match=r"tiled engine .* row-wise .*JensenShannon"):
+        ContrastiveLoss(engine="tiled", objective=objectives.JensenShannon()).engine_for(8, 8)
+    with pytest.raises(
+        ValueError, match=r"engine must be one of \('auto', 'materialised', 'tiled'\), got 'fast'"
+    ):
+        ContrastiveLoss(engine="fast")
+
+
+def test_the_chosen_engine_computes_the_loss_and_says_so() -> None:
+    g = torch.Generator().manual_seed(0)
+    b = CPU_B
+    z1, z2 = (
+        torch.randn(b, 4, generator=g, dtype=torch.float64),
+        torch.randn(b, 4, generator=g, dtype=torch.float64),
+    )
+    kw = {"tau_plus": 0.1, "negatives": negatives.Hard(beta=1.0)}
+    auto = ContrastiveLoss(**kw)(z1, z2, details=True)  # type: ignore[arg-type]
+    mat = ContrastiveLoss(engine="materialised", **kw)(z1, z2, details=True)  # type: ignore[arg-type]
+    assert auto.diagnostics.get("tiled") == 1.0 and "tiled" not in mat.diagnostics
+    torch.testing.assert_close(auto.per_anchor, mat.per_anchor, rtol=1e-10, atol=1e-12)
+    small = ContrastiveLoss(**kw)(z1[:8], z2[:8], details=True)  # type: ignore[arg-type]
+    assert "tiled" not in small.diagnostics
