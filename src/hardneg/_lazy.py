@@ -1,5 +1,8 @@
 """Names of a package imported on first use (PEP 562), so that importing the package stays cheap.
 
+When the module behind a name needs an optional package that is not installed, the
+``ModuleNotFoundError`` names the pip extra that installs it (:func:`hardneg._packages.extra_error`).
+
 >>> import types
 >>> pkg = types.ModuleType("pkg")
 >>> pkg.__getattr__, pkg.__dir__ = lazy_names(vars(pkg), {"sqrt": "math"})
@@ -12,6 +15,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
+
+from hardneg._packages import extra_error
 
 __all__ = ["lazy_names"]
 
@@ -30,7 +35,14 @@ def lazy_names(
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module = where[name]
-        value = getattr(importlib.import_module(package + module if module.startswith(".") else module), name)
+        try:
+            imported = importlib.import_module(package + module if module.startswith(".") else module)
+        except ModuleNotFoundError as err:
+            restated = extra_error(err, f"{package}.{name}")
+            if restated is err:
+                raise
+            raise restated from err
+        value = getattr(imported, name)
         namespace[name] = value
         return value
 

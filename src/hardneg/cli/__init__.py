@@ -24,7 +24,14 @@ import time
 from pathlib import Path
 from typing import Annotated, cast
 
-import typer
+from hardneg._packages import extra_error
+
+# Without the "cli" extra the ImportError names it; the console script (hardneg._entry) checks the
+# whole extra before importing this package and exits with one line instead.
+try:
+    import typer
+except ModuleNotFoundError as _err:
+    raise extra_error(_err, "hardneg.cli (the command line)") from _err
 
 from hardneg.cli.data import app as data_app
 from hardneg.cli.theory import app as theory_app
@@ -177,7 +184,8 @@ def evaluate(run: Annotated[Path, typer.Argument(help="run folder written by `ha
                 raise ValueError(f"--senteval must be a folder of SentEval tasks, got '{senteval}'")
             names = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else find_tasks(senteval)
             if not names:
-                raise ValueError(f"--senteval '{senteval}' holds no task (see docs/senteval.md)")
+                raise ValueError(f"--senteval '{senteval}' holds no task "
+                                 "(see https://github.com/hardneg/hardneg/blob/main/docs/senteval.md)")
             overrides = {"eval.senteval": str(senteval), "eval.senteval_tasks": names}
         elif tasks is not None:
             raise ValueError("--tasks needs --senteval DIR")

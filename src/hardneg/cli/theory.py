@@ -77,7 +77,7 @@ def ash_coefficient_cmd(
     ceil: bool = typer.Option(False, "--ceil"),
 ) -> None:
     """Ash et al. Theorem 1 coefficient 2·max(1, 2(N−1)H_{N−1}/K)/(1−τ_K) (reconstructed; see
-    docs/theory.md)."""
+    https://github.com/hardneg/hardneg/blob/main/docs/theory.md)."""
     from hardneg.theory.ash import ash_coefficient, collision_floor
 
     try:
@@ -159,7 +159,7 @@ def crossings(
     classes: int | None = typer.Option(None, "--classes", "-C", help="omit for N → ∞"),
 ) -> None:
     """Crossing points of L_NCE(f₁) = L_NCE(f₂) in Ash et al.'s §3 example (reconstructed; see
-    docs/theory.md)."""
+    https://github.com/hardneg/hardneg/blob/main/docs/theory.md)."""
     from hardneg.theory.examples import ash_example_crossings
 
     try:

@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from hardneg._packages import extra_error
 from hardneg.data._files import find_dataset_dir, require_file
 from hardneg.data.images import LabeledImages
 
@@ -46,10 +47,8 @@ _TINY_LAYOUT = (
 def _decode(path: Path, *, image_size: int | None, grayscale: bool) -> np.ndarray:
     try:
         from PIL import Image
-    except ImportError as err:  # pragma: no cover - Pillow comes with matplotlib
-        raise ImportError(
-            "reading image folders needs Pillow: pip install pillow (or hardneg[toolkit])"
-        ) from err
+    except ModuleNotFoundError as err:  # pragma: no cover - Pillow comes with the "cli" extra
+        raise extra_error(err, "reading image folders") from err
     try:
         with Image.open(path) as img:
             img = img.convert("L" if grayscale else "RGB")

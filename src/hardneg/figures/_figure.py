@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg._io import atomic_write_bytes
+from hardneg._packages import extra_error
 
 __all__ = ["new_figure", "save_figure"]
 
@@ -20,8 +21,8 @@ def new_figure(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
-    except ImportError as err:  # pragma: no cover
-        raise ImportError("figures need matplotlib: pip install matplotlib (or hardneg[toolkit])") from err
+    except ModuleNotFoundError as err:  # pragma: no cover - depends on the installation
+        raise extra_error(err, "hardneg.figures") from err
     fig = Figure(figsize=kwargs.pop("figsize", None), layout=kwargs.pop("layout", None))
     FigureCanvasAgg(fig)
     axes = fig.subplots(*args, **kwargs)

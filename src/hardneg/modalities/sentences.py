@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ContiguousWindows", "Sentences", "SentencesData", "SentencesText", "encode_sentences"]
 
+_SENTEVAL_DOCS = "https://github.com/hardneg/hardneg/blob/main/docs/senteval.md"
+
 _DEFAULT_TASKS = ("MR", "CR", "SUBJ", "TREC")
 _BATCH_SIZE_DEFAULT = TrainConfig.model_fields["batch_size"].default
 
@@ -391,7 +393,7 @@ def _check_senteval_folder(folder: str, names: list[str], tasks: list[str] | Non
     if not present:
         raise ConfigError(
             "invalid value for 'eval.senteval': must hold the files of a SentEval task "
-            f"({', '.join(TASK_NAMES)}, or a custom task folder; see docs/senteval.md), found none in "
+            f"({', '.join(TASK_NAMES)}, or a custom task folder; see {_SENTEVAL_DOCS}), found none in "
             f"{folder!r}"
         )
     for name in present:
