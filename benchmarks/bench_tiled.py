@@ -14,11 +14,15 @@ Prints ratios measured in this one run (absolute times drift on shared machines)
    budget, issue 25) against the faster of the two forced engines, at B ∈ {256, 512, 1024, 4096}
    (``--engine-sizes``; goal: default / faster ≤ 1.05 everywhere), SimCLR and hard negatives,
    with the engine and reason ``ContrastiveLoss.engine_for`` gives.
-4. with ``--huge``: one fwd+bwd at B = 65 536 (131 072 views, d = 128) for SimCLR, debiased,
+4. K-subsampled / SimCLR, default engine, fwd+bwd, at B ∈ {1024, 4096} (``--subsample-sizes``)
+   for K = 64 (the gathered engine: only the A·K drawn logits; goal ≤ 0.5× at B = 4096) and
+   K = N = 2B − 2 (every candidate: the identity, no draw; goal ≤ 1.2×), with the engine chosen.
+   Printed with part 3 (``--only-engine``).
+5. with ``--huge``: one fwd+bwd at B = 65 536 (131 072 views, d = 128) for SimCLR, debiased,
    hard and K-subsampled negatives, its time and peak memory (several minutes each on 2 cores).
 
 Usage: ``python benchmarks/bench_tiled.py [--repeats 5] [--huge] [--threads 2]``
-(``--only-engine``: just part 3)
+(``--only-engine``: just parts 3 and 4)
 (``--only-huge --huge-cases simclr hard``: just those cases of part 3; ``--compiled``: part 1
 also with ``compile_tiles=True``, the first call of each size compiling for tens of seconds).
 """
@@ -142,6 +146,30 @@ def engine_choice(sizes: list[int], repeats: int) -> list[str]:
     return lines
 
 
+def subsample_ratios(sizes: list[int], repeats: int) -> list[str]:
+    """K-subsampled / SimCLR (both with the default engine) per B, K = 64 and K = 2B − 2."""
+    from hardneg import ContrastiveLoss
+
+    lines = ["K-subsampled / SimCLR, default engine (engine='auto'), fwd+bwd, uniform negatives:"]
+    for b in sizes:
+        z1, z2 = _views(b)
+        losses = {
+            "simclr": ContrastiveLoss(temperature=T),
+            "K=64": ContrastiveLoss(temperature=T, num_negatives=64),
+            "K=N": ContrastiveLoss(temperature=T, num_negatives=2 * b - 2),
+        }
+        fns = {k: lambda loss=loss, z1=z1, z2=z2: _step(loss, z1, z2) for k, loss in losses.items()}
+        times = _rounds(fns, repeats)
+        for k in ("K=64", "K=N"):
+            choice = losses[k].engine_for(2 * b, 2 * b, num_valid=2 * b - 2)
+            lines.append(
+                f"  B={b:5d} {k:>5}: {1e3 * statistics.median(times[k]):7.0f} ms, simclr "
+                f"{1e3 * statistics.median(times['simclr']):7.0f} ms, "
+                f"ratio {_paired(times[k], times['simclr'])}; {choice.engine}, {choice.reason}"
+            )
+    return lines
+
+
 def _rounds(fns: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
     """Each function once per round, the order rotated from round to round (so that no case always
     runs after the same neighbour), after one warm-up call each."""
@@ -218,11 +246,14 @@ def main() -> None:
     parser.add_argument("--only-huge", action="store_true", help="skip the speed and memory tables")
     parser.add_argument("--compiled", action="store_true", help="also with compile_tiles=True")
     parser.add_argument("--engine-sizes", type=int, nargs="+", default=[256, 512, 1024, 4096])
-    parser.add_argument("--only-engine", action="store_true", help="only the default-engine table")
+    parser.add_argument("--only-engine", action="store_true", help="only the default-engine tables")
+    parser.add_argument("--subsample-sizes", type=int, nargs="+", default=[1024, 4096])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if not args.only_huge:
         for line in engine_choice(args.engine_sizes, args.repeats):
+            print(line, flush=True)
+        for line in subsample_ratios(args.subsample_sizes, args.repeats):
             print(line, flush=True)
     if args.only_engine:
         return

@@ -238,6 +238,8 @@ class ContrastiveLoss(nn.Module):
         num_candidates: int,
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
+        *,
+        num_valid: int | None = None,
     ) -> EngineChoice:
         """Which engine computes an (A, N) batch, its tile side and why.
 
@@ -253,6 +255,17 @@ class ContrastiveLoss(nn.Module):
         is the online-softmax recurrence (Milakov & Gimelshein, arXiv:1805.02867, 2018) over
         tiles, as in Inf-CL (Cheng et al., arXiv:2410.17243, 2024, §3), so its cost is the
         A·N·d products without the (A, N) memory traffic.
+
+        K-subsampled negatives (``num_negatives=K`` / :class:`~hardneg.negatives.Subsample` over
+        Uniform or Hard, optionally collision-free) take the gathered engine
+        (:mod:`hardneg.tiled.gathered`, reason ``"K-subsampled (…)"``) when
+        ``GATHER_CROSSOVER[device type] · K ≤ N`` (:data:`hardneg.tiled.engine.GATHER_CROSSOVER`)
+        and its (A, K) matrices fit ``memory_budget``: it computes only the A·K drawn logits
+        (O(A·K·d)) and draws the same K negatives as the other engines for the same generator.
+        ``engine="gathered"`` forces it (``ValueError`` without such a ``Subsample``).
+        ``num_valid``: the most valid candidates an anchor has (2B − 2 in SimCLR's layout, which
+        :meth:`forward` passes); a ``Subsample`` with K ≥ ``num_valid`` keeps everything and is
+        chosen for as its base.
 
         SimCLR's layout with B views per side: ``engine_for(2 * B, 2 * B)`` (times the world size
         for the candidates when gathering across ranks); :meth:`pair`: ``engine_for(A, N)``.
@@ -271,13 +284,8 @@ class ContrastiveLoss(nn.Module):
             memory_budget=self.memory_budget,
             tile_size=self.tile_size,
             engine=self.engine,
+            num_valid=num_valid,
         )
-
-    def _tile(
-        self, num_anchors: int, num_candidates: int, dtype: torch.dtype, device: torch.device
-    ) -> int | None:
-        """The tile side when :meth:`engine_for` picks the tiled engine, else None."""
-        return self.engine_for(num_anchors, num_candidates, dtype, device).tile
 
     def _tiled(
         self,
@@ -285,7 +293,7 @@ class ContrastiveLoss(nn.Module):
         positives: Tensor,
         candidates: Tensor,
         *,
-        tile: int,
+        tile: int | None,
         excluded: Tensor,
         mask: Tensor | None = None,
         anchor_labels: Tensor | None = None,
@@ -296,9 +304,11 @@ class ContrastiveLoss(nn.Module):
         positive_roll: int = 0,
         report: list[tuple[str, Tensor]] | None = None,
     ) -> LossOutput:
-        """The tiled engine on prepared inputs; ``positive_roll`` ≠ 0: the positives are the
-        prepared anchors rolled by that many rows (SimCLR's partner views, prepared once)."""
+        """The tiled engine (``tile`` given) or the gathered one (``tile=None``) on prepared
+        inputs; ``positive_roll`` ≠ 0: the positives are the prepared anchors rolled by that many
+        rows (SimCLR's partner views, prepared once)."""
         from hardneg.tiled.engine import tiled_loss
+        from hardneg.tiled.gathered import gathered_loss
 
         pp = prepare_pair(
             anchors,
@@ -317,6 +327,25 @@ class ContrastiveLoss(nn.Module):
             positives, positive_norms = (
                 positives.roll(positive_roll, 0),
                 positive_norms.roll(positive_roll, 0),
+            )
+        if tile is None:
+            return gathered_loss(
+                pp.anchors,
+                positives,
+                pp.candidates,
+                temperature=pp.temperature,
+                anchor_norms=pp.anchor_norms,
+                positive_norms=positive_norms,
+                candidate_norms=pp.candidate_norms,
+                excluded=excluded,
+                negatives=self.negatives,
+                objective=self.objective,
+                reduction=self.reduction,
+                mask=pp.mask,
+                anchor_labels=pp.anchor_labels,
+                candidate_labels=pp.candidate_labels,
+                diagnostics=diagnostics,
+                generator=generator,
             )
         return tiled_loss(
             pp.anchors,
@@ -349,13 +378,14 @@ class ContrastiveLoss(nn.Module):
         generator: torch.Generator | None,
         diagnostics: bool,
     ) -> LossOutput:
-        """SimCLR's layout, materialised or tiled by the memory budget."""
+        """SimCLR's layout, materialised, tiled or gathered as :meth:`engine_for` chooses."""
         self._check_labels_given(labels)
         b = check_two_views(z1, z2, check_finite=False)  # finiteness: in the one host read
         gathered = self._gathers()
         world = distributed.world_size(self.process_group) if gathered else 1
-        tile = self._tile(2 * b, 2 * b * world, z1.dtype, z1.device)
-        if tile is None:
+        n = 2 * b * world
+        choice = self.engine_for(2 * b, n, z1.dtype, z1.device, num_valid=n - 2)
+        if choice.engine == "materialised":
             return self.compute(
                 self.scores(z1, z2, labels=labels), diagnostics=diagnostics, generator=generator
             )
@@ -379,7 +409,7 @@ class ContrastiveLoss(nn.Module):
             v,
             v,  # rolled by b once prepared: each view's partner
             candidates,
-            tile=tile,
+            tile=choice.tile,
             excluded=excluded,
             anchor_labels=view_labels,
             candidate_labels=cand_labels,
@@ -403,8 +433,9 @@ class ContrastiveLoss(nn.Module):
         diagnostics: bool,
         gather: bool = True,
     ) -> LossOutput:
-        """The pair layout, materialised or tiled by the memory budget; with ``gather`` (and
-        ``gather_distributed``) the candidates, their labels and the mask are gathered."""
+        """The pair layout, materialised, tiled or gathered as :meth:`engine_for` chooses; with
+        ``gather`` (and ``gather_distributed``) the candidates, their labels and the mask are
+        gathered."""
         self._check_labels_given(anchor_labels, "anchor_labels")
         self._check_labels_given(candidate_labels, "candidate_labels")
         if gather and self._gathers() and isinstance(candidates, Tensor):
@@ -415,18 +446,18 @@ class ContrastiveLoss(nn.Module):
             if candidate_labels is not None and isinstance(candidate_labels, Tensor):
                 candidate_labels = distributed.all_gather_no_grad(candidate_labels, group=group)
             candidates = distributed.all_gather_with_grad(candidates, group=group)
-        tile = (
-            self._tile(int(anchors.shape[0]), int(candidates.shape[0]), anchors.dtype, anchors.device)
-            if anchors.dim() == 2
+        choice = (
+            self.engine_for(int(anchors.shape[0]), int(candidates.shape[0]), anchors.dtype, anchors.device)
+            if anchors.dim() == 2 and isinstance(candidates, Tensor) and candidates.dim() == 2
             else None
         )
-        if tile is not None:
+        if choice is not None and choice.engine != "materialised":
             excluded = torch.full((anchors.shape[0], 1), -1, dtype=torch.int64, device=anchors.device)
             return self._tiled(
                 anchors,
                 positives,
                 candidates,
-                tile=tile,
+                tile=choice.tile,
                 excluded=excluded,
                 mask=mask,
                 anchor_labels=anchor_labels,

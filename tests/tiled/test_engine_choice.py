@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from hardneg import ContrastiveLoss, negatives, objectives
-from hardneg.tiled.engine import SPEED_CROSSOVER, EngineChoice, materialised_bytes, speed_tile
+from hardneg.tiled.engine import (
+    GATHER_CROSSOVER,
+    SPEED_CROSSOVER,
+    EngineChoice,
+    materialised_bytes,
+    speed_tile,
+)
 
 CPU_B = int(SPEED_CROSSOVER["cpu"] ** 0.5) // 2  # SimCLR's B at the CPU crossover (A = N = 2B)
 
@@ -49,7 +55,7 @@ def test_distributions_not_measured_faster_tile_only_by_memory() -> None:
     assert jsd.engine_for(n, n) == EngineChoice("materialised", None, "not supported by the tiled engine")
     ot = ContrastiveLoss(negatives=negatives.OptimalTransport(epsilon=0.5))
     assert ot.engine_for(n, n).engine == "materialised"  # unsupported, or tiled by memory only
-    sub = ContrastiveLoss(num_negatives=8)  # tileable, but not measured faster: memory only
+    sub = ContrastiveLoss(num_negatives=n // 4)  # N/K = 4: not gathered, tiled by memory only
     assert sub.engine_for(n, n).reason.startswith("below the speed crossover")
     assert ContrastiveLoss(negatives=negatives.Hard(target_ess=0.5)).engine_for(n, n).engine == "materialised"
 
@@ -65,7 +71,7 @@ def test_forced_engines() -> None:
     with pytest.raises(ValueError, match=r"tiled engine .* row-wise .*JensenShannon"):
         ContrastiveLoss(engine="tiled", objective=objectives.JensenShannon()).engine_for(8, 8)
     with pytest.raises(
-        ValueError, match=r"engine must be one of \('auto', 'materialised', 'tiled'\), got 'fast'"
+        ValueError, match=r"engine must be one of \('auto', 'materialised', 'tiled', 'gathered'\), got 'fast'"
     ):
         ContrastiveLoss(engine="fast")
 
@@ -84,3 +90,34 @@ def test_the_chosen_engine_computes_the_loss_and_says_so() -> None:
     torch.testing.assert_close(auto.per_anchor, mat.per_anchor, rtol=1e-10, atol=1e-12)
     small = ContrastiveLoss(**kw)(z1[:8], z2[:8], details=True)  # type: ignore[arg-type]
     assert "tiled" not in small.diagnostics
+
+
+def test_k_subsampled_negatives_take_the_gathered_engine_from_the_crossover() -> None:
+    """``GATHER_CROSSOVER · K ≤ N``: gathered (its (A, K) matrices within the budget); else the
+    engine of before; K ≥ the valid count is the identity and chosen for as its base."""
+    c = GATHER_CROSSOVER["cpu"]
+    n = 4 * CPU_B
+    loss_fn = ContrastiveLoss(num_negatives=64, negatives=negatives.Hard(beta=1.0))
+    got = loss_fn.engine_for(n, 64 * c)
+    assert got == EngineChoice(
+        "gathered", None, f"K-subsampled ({c}·K ≤ N on cpu: only the A·K drawn logits)"
+    )
+    assert loss_fn.engine_for(n, 64 * c - 1).engine != "gathered"
+    assert ContrastiveLoss(num_negatives=8, collision_free=True).engine_for(n, n).engine == "gathered"
+    # memory_budget bounds the gathered (A, K) matrices too: 0 always tiles
+    assert ContrastiveLoss(num_negatives=8, memory_budget=0).engine_for(n, n).engine == "tiled"
+    # not gatherable: optimal transport (column marginals), Subsample inside CollisionFree
+    ot = ContrastiveLoss(num_negatives=8, negatives=negatives.OptimalTransport(epsilon=0.5))
+    assert ot.engine_for(n, n).engine != "gathered"
+    inner = ContrastiveLoss(negatives=negatives.CollisionFree(base=negatives.Subsample(num_negatives=8)))
+    assert inner.engine_for(n, n).engine != "gathered"
+    with pytest.raises(ValueError, match=r"gathered engine needs Subsample\(num_negatives=K\) outermost"):
+        ContrastiveLoss(engine="gathered").engine_for(8, 8)
+    assert ContrastiveLoss(engine="gathered", num_negatives=4).engine_for(8, 8) == EngineChoice(
+        "gathered", None, "forced"
+    )
+    # K = every valid candidate (2B − 2 in SimCLR's layout): the identity, chosen for as SimCLR
+    b = CPU_B
+    full = ContrastiveLoss(num_negatives=2 * b - 2).engine_for(2 * b, 2 * b, num_valid=2 * b - 2)
+    assert full == ContrastiveLoss().engine_for(2 * b, 2 * b)
+    assert full.engine == "tiled"

@@ -12,7 +12,7 @@ from torch import Tensor
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores, same_label
 
-__all__ = ["effective_sample_size", "negative_diagnostics"]
+__all__ = ["effective_sample_size", "gathered_diagnostics", "negative_diagnostics"]
 
 
 def effective_sample_size(log_weights: Tensor) -> Tensor:
@@ -52,12 +52,50 @@ def negative_diagnostics(weighted: WeightedScores) -> dict[str, float]:
     sharing the anchor's *known* label; Ash et al., AISTATS 2022, §4).
     """
     scores = weighted.scores
+    pos_cos, neg_cos = _cosines(scores)
+    same = None
+    if scores.anchor_labels is not None and scores.candidate_labels is not None:
+        same = same_label(scores.anchor_labels, scores.candidate_labels)
+    return _diagnostics(weighted, pos_cos, neg_cos, same)
+
+
+@torch.no_grad()
+def gathered_diagnostics(
+    weighted: WeightedScores,
+    *,
+    candidate_norms: Tensor,
+    anchor_labels: Tensor | None = None,
+    candidate_labels: Tensor | None = None,
+) -> dict[str, float]:
+    """:func:`negative_diagnostics` when column k of anchor i is its own candidate (the gathered
+    engine: the K drawn candidates of each anchor), whose norms and labels are given per anchor.
+
+    Shapes: ``candidate_norms`` (A, K), ``anchor_labels`` (A,), ``candidate_labels`` (A, K).
+    The same keys and values as :func:`negative_diagnostics` on the (A, N) scores whose mask
+    keeps those K candidates.
+    """
+    scores = weighted.scores
+    t = scores.temperature
+    neg_cos = scores.logits.detach() * t / (scores.anchor_norms[:, None] * candidate_norms).clamp_min(1e-12)
+    pos_cos = scores.positive.detach() * t / (scores.anchor_norms * scores.positive_norms).clamp_min(1e-12)
+    same = None
+    if anchor_labels is not None and candidate_labels is not None:
+        ya = anchor_labels.to(candidate_labels.device)[:, None]
+        same = (ya == candidate_labels) & (ya >= 0) & (candidate_labels >= 0)
+    return _diagnostics(weighted, pos_cos, neg_cos, same)
+
+
+def _diagnostics(
+    weighted: WeightedScores, pos_cos: Tensor, neg_cos: Tensor, same: Tensor | None
+) -> dict[str, float]:
+    """The diagnostics from the positive cosines (A,), candidate cosines (A, N) and, with labels,
+    the (A, N) bool "same known label as the anchor"."""
+    scores = weighted.scores
     mask = scores.mask
     n_valid = scores.num_valid()
     ell = weighted.dense_log_weights().detach()
     w = ell.exp()  # weights (mean one over valid), 0 on invalid
     ess = effective_sample_size(ell)
-    pos_cos, neg_cos = _cosines(scores)
     neg_cos = neg_cos.masked_fill(~mask, 0.0)
     out = {
         "num_negatives": float(n_valid.mean()),
@@ -67,8 +105,8 @@ def negative_diagnostics(weighted: WeightedScores) -> dict[str, float]:
         "neg_cosine": float(neg_cos.sum() / mask.sum()),
         "neg_cosine_weighted": float(((w * neg_cos).sum(dim=1) / n_valid).mean()),
     }
-    if scores.anchor_labels is not None and scores.candidate_labels is not None:
-        same = same_label(scores.anchor_labels, scores.candidate_labels) & mask
+    if same is not None:
+        same = same & mask
         out["collision_rate"] = float(same.sum() / mask.sum())
         out["collision_rate_weighted"] = float(((w * same).sum(dim=1) / n_valid).mean())
     return out

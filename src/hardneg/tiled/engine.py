@@ -29,14 +29,14 @@ from hardneg._validation import check_rows_nonempty
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.hard import Hard
 from hardneg.negatives.keys import draw_seed
-from hardneg.negatives.oracle import CollisionFree
 from hardneg.negatives.ot import OptimalTransport
-from hardneg.negatives.subsample import Subsample
+from hardneg.negatives.subsample import Subsample, split_subsample
 from hardneg.negatives.uniform import Uniform
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
 from hardneg.reduction import LossOutput, reduce
 from hardneg.scores import Scores
+from hardneg.tiled.gathered import check_gatherable
 from hardneg.tiled.lse import tiled_lse
 from hardneg.tiled.mask import TileMask
 from hardneg.tiled.ot import check_ot_tileable, tiled_ot_loss
@@ -45,6 +45,7 @@ from hardneg.tiled.symmetric import tiled_lse_symmetric
 
 __all__ = [
     "ENGINES",
+    "GATHER_CROSSOVER",
     "SPEED_CROSSOVER",
     "EngineChoice",
     "check_tileable",
@@ -53,7 +54,7 @@ __all__ = [
     "tiled_loss",
 ]
 
-ENGINES = ("auto", "materialised", "tiled")
+ENGINES = ("auto", "materialised", "tiled", "gathered")
 
 # Anchors × candidates (A·N) from which the tiled engine is the faster one, per device type,
 # for Uniform and Hard negatives, fwd + bwd, d = 128, float32 (``benchmarks/bench_tiled.py``
@@ -65,6 +66,14 @@ ENGINES = ("auto", "materialised", "tiled")
 # passes over the materialised matrices are fast up to its memory), to be replaced by a
 # measurement.
 SPEED_CROSSOVER: dict[str, int] = {"cpu": 1024 * 1024, "cuda": 16384 * 16384}
+
+# K-subsampled negatives (Subsample(K) over Uniform / Hard): the gathered engine (only the A·K
+# drawn logits, hardneg.tiled.gathered) when GATHER_CROSSOVER[device type] · K ≤ N, per device
+# type. CPU (2 threads, d = 128, float32, Hard(β = 1), fwd + bwd, the same draw on both paths),
+# gathered / materialised: B = 1024 (N = 2046): 0.32 (K = 64), 0.57 (128), 0.69 (256; N/K = 8),
+# 1.03 (512; N/K = 4); B = 4096 (N = 8190): 0.08 (K = 64), 0.91 (1024; N/K = 8), 1.23 (2048;
+# N/K = 4). So gathered from N/K = 8 on. ``cuda``: unmeasured, the CPU value.
+GATHER_CROSSOVER: dict[str, int] = {"cpu": 8, "cuda": 8}
 
 
 def speed_tile(kind: str, num_anchors: int, num_candidates: int) -> int:
@@ -78,9 +87,10 @@ def speed_tile(kind: str, num_anchors: int, num_candidates: int) -> int:
 
 
 class EngineChoice(NamedTuple):
-    """Which engine computes a batch: ``engine`` (``"materialised"`` or ``"tiled"``), the tile side
-    (``None`` when materialised) and the reason (``"memory budget"``, ``"speed crossover (…)"``,
-    ``"forced"``, ``"below the speed crossover (…)"`` or ``"not supported by the tiled engine"``)."""
+    """Which engine computes a batch: ``engine`` (``"materialised"``, ``"tiled"`` or
+    ``"gathered"``), the tile side (``None`` unless tiled) and the reason (``"memory budget"``,
+    ``"speed crossover (…)"``, ``"K-subsampled (…)"``, ``"forced"``, ``"below the speed crossover
+    (…)"`` or ``"not supported by the tiled engine"``)."""
 
     engine: str
     tile: int | None
@@ -98,20 +108,25 @@ def choose_engine(
     memory_budget: int,
     tile_size: int | None = None,
     engine: str = "auto",
+    num_valid: int | None = None,
 ) -> EngineChoice:
     """The engine (and tile side) for an (A, N) batch; see ``ContrastiveLoss.engine_for``.
 
-    ``auto``: the tiled engine when the materialised (A, N) matrices exceed ``memory_budget``
-    (:func:`materialised_bytes`; tile side from the budget, :func:`tile_for_budget`), or when
-    ``A·N ≥ SPEED_CROSSOVER[device type]`` and the distribution is plain Uniform or Hard (the
-    configurations measured faster tiled; others, e.g. K-subsampled or OT, tile only by memory);
-    else the materialised engine. ``materialised`` raises ``ValueError`` beyond the budget;
-    ``tiled`` raises ``ValueError`` for what the tiled engine does not support
-    (:func:`check_tileable`). ``tile_size`` overrides every tile side. Shapes: A anchors × N
-    candidates; the materialised engine holds about four (A, N) matrices
-    (:func:`materialised_bytes`), the tiled one (online softmax, Milakov & Gimelshein,
-    arXiv:1805.02867, 2018; tiled as in Inf-CL, Cheng et al., arXiv:2410.17243, 2024) a few
-    tile² buffers.
+    ``auto``: the gathered engine (:mod:`hardneg.tiled.gathered`) for K-subsampled Uniform / Hard
+    negatives when ``GATHER_CROSSOVER[device type] · K ≤ N`` and its (A, K) matrices fit
+    ``memory_budget``; else the tiled engine when the materialised (A, N) matrices exceed
+    ``memory_budget`` (:func:`materialised_bytes`; tile side from the budget,
+    :func:`tile_for_budget`), or when ``A·N ≥ SPEED_CROSSOVER[device type]`` and the distribution
+    is plain Uniform or Hard (the configurations measured faster tiled; a ``Subsample`` whose K is
+    at least ``num_valid``, the most valid candidates an anchor can have, is the identity and
+    counts as its base; others, e.g. OT, tile only by memory); else the materialised engine.
+    ``materialised`` raises ``ValueError`` beyond the budget; ``tiled`` raises ``ValueError`` for
+    what the tiled engine does not support (:func:`check_tileable`), ``gathered`` for what the
+    gathered one does not (:func:`~hardneg.tiled.gathered.check_gatherable`). ``tile_size``
+    overrides every tile side. Shapes: A anchors × N candidates; the materialised engine holds
+    about four (A, N) matrices (:func:`materialised_bytes`), the tiled one (online softmax,
+    Milakov & Gimelshein, arXiv:1805.02867, 2018; tiled as in Inf-CL, Cheng et al.,
+    arXiv:2410.17243, 2024) a few tile² buffers, the gathered one about four (A, K) matrices.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -130,6 +145,12 @@ def choose_engine(
     if engine == "tiled":
         check_tileable(negatives, objective)
         return EngineChoice("tiled", budget_tile if over else fast_tile, "forced")
+    if engine == "gathered":
+        check_gatherable(negatives)
+        return EngineChoice("gathered", None, "forced")
+    gathered = _gather_choice(num_anchors, num_candidates, dtype, kind, negatives, memory_budget)
+    if gathered is not None:
+        return gathered
     if over:  # the tiled engine raises for what it does not support, naming the budget
         return EngineChoice("tiled", budget_tile, "memory budget")
     try:
@@ -138,29 +159,46 @@ def choose_engine(
         return EngineChoice("materialised", None, "not supported by the tiled engine")
     crossover = SPEED_CROSSOVER.get(kind, SPEED_CROSSOVER["cuda"])
     where = f"A·N = {crossover} on {kind}"
-    if type(negatives) in (Uniform, Hard) and num_anchors * num_candidates >= crossover:
+    plain = type(_identity_unwrapped(negatives, num_valid)) in (Uniform, Hard)
+    if plain and num_anchors * num_candidates >= crossover:
         return EngineChoice("tiled", fast_tile, f"speed crossover (tiled faster above {where})")
     return EngineChoice("materialised", None, f"below the speed crossover ({where})")
 
 
-def _unwrap(negatives: NegativeDistribution) -> tuple[NegativeDistribution, Subsample | None, bool]:
-    sub: Subsample | None = None
-    collision_free = False
-    dist = negatives
-    while isinstance(dist, (Subsample, CollisionFree)):
-        if isinstance(dist, Subsample):
-            if sub is not None or collision_free:
-                raise ValueError("the tiled engine supports one Subsample outside an optional CollisionFree")
-            sub = dist
-        else:
-            collision_free = True
-        dist = dist.base
-    return dist, sub, collision_free
+def _gather_choice(
+    num_anchors: int,
+    num_candidates: int,
+    dtype: torch.dtype,
+    kind: str,
+    negatives: NegativeDistribution,
+    memory_budget: int,
+) -> EngineChoice | None:
+    """The gathered engine if ``negatives`` is K-subsampled Uniform / Hard with
+    ``GATHER_CROSSOVER · K ≤ N`` and (A, K) matrices within the budget, else ``None``."""
+    try:
+        sub = check_gatherable(negatives)
+    except ValueError:
+        return None
+    ratio = GATHER_CROSSOVER.get(kind, GATHER_CROSSOVER["cuda"])
+    k = sub.num_negatives
+    if ratio * k > num_candidates or materialised_bytes(num_anchors, k, dtype) > memory_budget:
+        return None
+    return EngineChoice(
+        "gathered", None, f"K-subsampled ({ratio}·K ≤ N on {kind}: only the A·K drawn logits)"
+    )
+
+
+def _identity_unwrapped(negatives: NegativeDistribution, num_valid: int | None) -> NegativeDistribution:
+    """``negatives`` without an outermost :class:`~hardneg.negatives.Subsample` whose K is at
+    least ``num_valid`` (such a draw keeps every valid candidate, or raises)."""
+    if isinstance(negatives, Subsample) and num_valid is not None and negatives.num_negatives >= num_valid:
+        return negatives.base
+    return negatives
 
 
 def check_tileable(negatives: NegativeDistribution, objective: Objective, *, budget: str = "") -> None:
     """Raise ``ValueError`` unless the tiled engine computes this distribution and objective."""
-    base, _, _ = _unwrap(negatives)
+    base, _, _ = split_subsample(negatives)
     if isinstance(base, OptimalTransport):  # streamed Sinkhorn (hardneg.tiled.ot)
         check_ot_tileable(base, objective)
         return
@@ -222,7 +260,7 @@ def tiled_loss(
     (:func:`~hardneg.tiled.lse.plan_tiles`).
     """
     check_tileable(negatives, objective)
-    base, sub, collision_free = _unwrap(negatives)
+    base, sub, collision_free = split_subsample(negatives)
     if collision_free and (anchor_labels is None or candidate_labels is None):
         raise ValueError("CollisionFree negatives need labels: anchor_labels and candidate_labels, got None")
     a_n, n_n = anchors.shape[0], candidates.shape[0]
@@ -257,7 +295,7 @@ def tiled_loss(
     # 1 + β = kβ is the integer power k of it (the anchors are scaled once, O(A·d))
     unit = min(exponents) if 1e-3 <= min(exponents) != 1.0 else 1.0
     streamed = tuple(e / unit for e in exponents)
-    if symmetric and rule.subsample_threshold is None and rule.explicit is None and rule.symmetric_labels:
+    if symmetric and rule.subsample_index is None and rule.explicit is None and rule.symmetric_labels:
         lse, counts = tiled_lse_symmetric(
             candidates, unit / temperature, streamed, rule, tile=tile, compiled=compiled
         )

@@ -3,19 +3,28 @@
 The tiled engine never holds the (A, N) mask: each tile's block is made from O(A + N) state —
 per-anchor excluded candidate indices (the anchor itself and its positive in SimCLR's layout,
 with a rank offset when candidates are gathered), labels (collision-free negatives), and the
-per-anchor key thresholds of K-subsampling (counter-based keys, identical to the materialised
-path's). An explicit (A, N) mask may still be given (1 byte per entry).
+(A, K) indices of K-subsampling (drawn by :mod:`hardneg.negatives.draw` without the mask,
+identical to the materialised path's). An explicit (A, N) mask may still be given (1 byte per
+entry).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
 
-from hardneg.negatives.keys import counter_keys
-from hardneg.scores import same_label
+from hardneg.negatives.draw import (
+    LabelRanks,
+    check_available,
+    draw_ranks,
+    excluded_counts,
+    excluded_index,
+    mask_index,
+)
+from hardneg.scores import count_valid, same_label
 
 __all__ = ["TileMask"]
 
@@ -31,8 +40,8 @@ class TileMask:
         explicit: optional (A, N) bool mask (True = valid), ANDed with the rest.
         anchor_labels, candidate_labels: labels for collision-free negatives (``< 0`` unknown).
         collision_free: drop same-label candidates (needs labels).
-        subsample_seed, subsample_threshold: K-subsampling: keep the candidates whose
-            counter-based key ``key(seed, i, j)`` is ≥ the anchor's threshold (A,) int64.
+        subsample_index: K-subsampling: the (A, K) int64 indices of each anchor's K drawn
+            candidates (:meth:`with_subsample`); only they are valid.
     """
 
     num_anchors: int
@@ -42,8 +51,7 @@ class TileMask:
     anchor_labels: Tensor | None = None
     candidate_labels: Tensor | None = None
     collision_free: bool = False
-    subsample_seed: int | None = None
-    subsample_threshold: Tensor | None = None
+    subsample_index: Tensor | None = None
 
     def base_block(self, r0: int, r1: int, c0: int, c1: int) -> Tensor:
         """The mask before K-subsampling on anchors ``r0:r1`` × candidates ``c0:c1`` (bool)."""
@@ -58,25 +66,26 @@ class TileMask:
             block &= ~same_label(self.anchor_labels[r0:r1], self.candidate_labels[c0:c1])
         return block
 
-    def keys_block(self, r0: int, r1: int, c0: int, c1: int) -> Tensor:
-        """Counter-based keys of the block (int64), as :func:`~hardneg.negatives.subsample_mask` has them."""
-        assert self.subsample_seed is not None
-        device = self.excluded.device
-        return counter_keys(
-            self.subsample_seed, torch.arange(r0, r1, device=device), torch.arange(c0, c1, device=device)
-        )
-
     def block(self, r0: int, r1: int, c0: int, c1: int) -> Tensor:
         """The validity mask of anchors ``r0:r1`` × candidates ``c0:c1`` (bool)."""
-        block = self.base_block(r0, r1, c0, c1)
-        if self.subsample_threshold is not None:
-            block &= self.keys_block(r0, r1, c0, c1) >= self.subsample_threshold[r0:r1, None]
-        return block
+        if self.subsample_index is not None:
+            return self._drawn_block(r0, r1, c0, c1)
+        return self.base_block(r0, r1, c0, c1)
+
+    def _drawn_block(self, r0: int, r1: int, c0: int, c1: int) -> Tensor:
+        """The drawn candidates of the block, O(rows·K): a scatter of the indices into a
+        (rows, cols + 1) buffer whose last column absorbs the indices outside ``[c0, c1)``."""
+        assert self.subsample_index is not None
+        idx = self.subsample_index[r0:r1]
+        inside = (idx >= c0) & (idx < c1)
+        cols = torch.where(inside, idx - c0, torch.full_like(idx, c1 - c0))
+        buf = torch.zeros(r1 - r0, c1 - c0 + 1, dtype=torch.bool, device=idx.device)
+        return buf.scatter_(1, cols, True)[:, : c1 - c0]
 
     @property
     def exclusions_only(self) -> bool:
         """Whether only the per-anchor excluded indices restrict the mask (the common case)."""
-        return self.explicit is None and not self.collision_free and self.subsample_threshold is None
+        return self.explicit is None and not self.collision_free and self.subsample_index is None
 
     def _excluded_in(self, r0: int, r1: int, c0: int, c1: int) -> tuple[Tensor, Tensor]:
         """Block-relative ``(rows, cols)`` of the excluded entries that fall in the block."""
@@ -101,6 +110,9 @@ class TileMask:
         if self.exclusions_only:
             ex = self.excluded[r0:r1]
             return (c1 - c0) - ((ex >= c0) & (ex < c1)).sum(dim=1)
+        if self.subsample_index is not None:
+            idx = self.subsample_index[r0:r1]
+            return ((idx >= c0) & (idx < c1)).sum(dim=1)
         return self.block(r0, r1, c0, c1).sum(dim=1)
 
     @property
@@ -112,30 +124,53 @@ class TileMask:
         a, c = self.anchor_labels, self.candidate_labels
         return a is not None and c is not None and a.shape == c.shape and bool(torch.equal(a, c))
 
-    def with_subsample(self, seed: int, num_negatives: int, tile: int) -> TileMask:
-        """This rule K-subsampled: each anchor's K largest keys among its valid candidates.
+    def with_subsample(self, seed: int, num_negatives: int, tile: int = 1024) -> TileMask:
+        """This rule K-subsampled: each anchor's K candidates drawn by :meth:`draw` (the same
+        subsets as :func:`~hardneg.negatives.subsample_mask` with the same seed). The rule itself
+        when the draw is the identity (K = M_i for every anchor)."""
+        index = self.draw(seed, num_negatives, tile=tile)
+        return self if index is None else replace(self, subsample_index=index)
 
-        The per-anchor threshold (the K-th largest valid key) is found by streaming the
-        candidate tiles through a running top-K (O(A·K) memory), so the kept set equals
-        :func:`~hardneg.negatives.subsample_mask` with the same seed.
+    def draw(
+        self, seed: int, num_negatives: int, *, tile: int = 1024, identity: bool = False
+    ) -> Tensor | None:
+        """Each anchor's K = ``num_negatives`` candidates, uniformly without replacement among its
+        valid ones: (A, K) int64, sorted per row (:mod:`hardneg.negatives.draw`).
+
+        ``None`` when K = M_i for every anchor (the draw is the identity) unless ``identity``,
+        which then returns every valid candidate. ``ValueError`` naming ``num_negatives`` when
+        some anchor has fewer than K valid candidates.
         """
-        rule = replace(self, subsample_seed=seed, subsample_threshold=None)
-        a, n = self.num_anchors, self.num_candidates
+        a, k = self.num_anchors, num_negatives
         device = self.excluded.device
-        thresholds = torch.empty(a, dtype=torch.int64, device=device)
-        for r0 in range(0, a, tile):
-            r1 = min(a, r0 + tile)
-            best = torch.full((r1 - r0, 0), -1, dtype=torch.int64, device=device)
-            for c0 in range(0, n, tile):
-                c1 = min(n, c0 + tile)
-                keys = rule.keys_block(r0, r1, c0, c1).masked_fill_(~rule.base_block(r0, r1, c0, c1), -1)
-                merged = torch.cat([best, keys], dim=1)
-                best = merged.topk(min(num_negatives, merged.shape[1]), dim=1).values
-            if best.shape[1] < num_negatives or bool((best[:, -1] < 0).any()):
-                have = int((best >= 0).sum(dim=1).min())
-                raise ValueError(
-                    "num_negatives must be <= the number of valid candidates of every anchor "
-                    f"(here min_i N_i = {have} of {n} candidates), got num_negatives={num_negatives}"
-                )
-            thresholds[r0:r1] = best[:, -1]
-        return replace(rule, subsample_threshold=thresholds)
+        counts, to_index = self._rank_map(tile)
+        low, high = check_available(k, counts, self.num_candidates)
+        if low == high == k or a == 0:
+            if not identity:
+                return None
+            return to_index(torch.arange(k, device=device).expand(a, k).contiguous())
+        return to_index(draw_ranks(seed, counts, k, self.num_candidates))
+
+    def _rank_map(self, tile: int) -> tuple[Tensor, Callable[[Tensor], Tensor]]:
+        """The valid counts ``M_i`` (A,) and the map rank → candidate index (A, K) → (A, K), from
+        the rule's state: the exclusions in closed form, labels by one ``searchsorted``, an
+        explicit mask by row cumsums of its blocks (at most ``tile`` rows, 16 Mi entries, at a time)."""
+        a, n = self.num_anchors, self.num_candidates
+        if self.explicit is not None:
+            step = max(1, min(tile, (1 << 24) // max(1, n)))
+            starts = range(0, a, step)
+
+            def by_mask(ranks: Tensor) -> Tensor:
+                parts = [
+                    mask_index(ranks[r0 : r0 + step], self.base_block(r0, min(a, r0 + step), 0, n))
+                    for r0 in starts
+                ]
+                return torch.cat(parts) if parts else ranks
+
+            counts = [count_valid(self.base_block(r0, min(a, r0 + step), 0, n)) for r0 in starts]
+            return (torch.cat(counts) if counts else self.excluded.new_zeros(0)), by_mask
+        if self.collision_free:
+            assert self.anchor_labels is not None and self.candidate_labels is not None
+            labelled = LabelRanks(self.anchor_labels, self.candidate_labels, self.excluded, n)
+            return labelled.counts(), labelled.index
+        return excluded_counts(self.excluded, n), lambda ranks: excluded_index(ranks, self.excluded, n)

@@ -143,7 +143,7 @@ def tiled_lse_symmetric(
     """
     if tile < 1:
         raise ValueError(f"tile must be an int >= 1, got {tile}")
-    if rule.explicit is not None or rule.subsample_threshold is not None or not rule.symmetric_labels:
+    if rule.explicit is not None or rule.subsample_index is not None or not rule.symmetric_labels:
         raise ValueError(
             "tiled_lse_symmetric needs a symmetric mask: no explicit mask, no K-subsampling, the same "
             "labels for anchors and candidates; use tiled_lse"
