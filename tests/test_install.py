@@ -169,3 +169,12 @@ def test_readme_and_package_metadata_point_to_absolute_docs() -> None:
     project = PYPROJECT["project"]
     assert project["license"] == "MIT" and (ROOT / "LICENSE").is_file()
     assert project["keywords"] and project["classifiers"] and project["urls"]
+
+
+def test_one_version_everywhere() -> None:
+    import hardneg
+
+    citation = re.search(r"^version: (\S+)$", (ROOT / "CITATION.cff").read_text(encoding="utf-8"), re.M)
+    changelog = re.search(r"^## (\d+\.\d+\.\d+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert citation and changelog
+    assert PYPROJECT["project"]["version"] == hardneg.__version__ == citation.group(1) == changelog.group(1)
