@@ -1,5 +1,5 @@
 """Mixed precision does not change the loss: under ``torch.autocast`` (bf16 and fp16 on the CPU) the
-similarity and every exponent run in float32, in the materialised and in the tiled engine."""
+similarity and every exponent run in float32, in the materialised, the tiled and the gathered engine."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hardneg import ContrastiveLoss
-from hardneg.negatives import Hard, Uniform
+from hardneg.negatives import Hard, Subsample, Uniform
 from hardneg.objectives import Debiased, InfoNCE
 
 ENGINES = {"materialised": {}, "tiled": {"memory_budget": 0, "tile_size": 16}}
@@ -38,6 +38,27 @@ def test_autocast_gives_the_float32_loss_and_gradient(engine: str, kind: str, ha
     ref_grad = torch.autograd.grad(ref, (z1, z2))
     with torch.autocast("cpu", dtype=half):
         out = loss(z1, z2)
+    grad = torch.autograd.grad(out, (z1, z2))
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, ref, rtol=0, atol=1e-6)
+    for a, b in zip(grad, ref_grad):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("half", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("engine", ["gathered", "materialised", "tiled"])
+def test_k_subsampled_negatives_under_autocast_in_every_engine(engine: str, half: torch.dtype) -> None:
+    """K = 8 of 94 candidates (the gathered engine's case) with hard weights and debiasing: the same
+    draw (same generator) gives the float32 loss and gradient under autocast, in every engine."""
+    kw = {"tiled": {"engine": "tiled", "tile_size": 16}}.get(engine, {"engine": engine})
+    loss = ContrastiveLoss(negatives=Subsample(num_negatives=8, base=Hard(beta=1.0)),
+                           objective=Debiased(tau_plus=0.1), temperature=0.1, **kw)
+    assert loss.engine_for(96, 96, num_valid=94).engine == engine
+    z1, z2 = _views()
+    ref = loss(z1, z2, generator=torch.Generator().manual_seed(3))
+    ref_grad = torch.autograd.grad(ref, (z1, z2))
+    with torch.autocast("cpu", dtype=half):
+        out = loss(z1, z2, generator=torch.Generator().manual_seed(3))
     grad = torch.autograd.grad(out, (z1, z2))
     assert out.dtype == torch.float32
     torch.testing.assert_close(out, ref, rtol=0, atol=1e-6)
