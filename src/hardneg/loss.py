@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import torch
 from torch import Tensor, nn
@@ -328,29 +328,7 @@ class ContrastiveLoss(nn.Module):
                 positives.roll(positive_roll, 0),
                 positive_norms.roll(positive_roll, 0),
             )
-        if tile is None:
-            return gathered_loss(
-                pp.anchors,
-                positives,
-                pp.candidates,
-                temperature=pp.temperature,
-                anchor_norms=pp.anchor_norms,
-                positive_norms=positive_norms,
-                candidate_norms=pp.candidate_norms,
-                excluded=excluded,
-                negatives=self.negatives,
-                objective=self.objective,
-                reduction=self.reduction,
-                mask=pp.mask,
-                anchor_labels=pp.anchor_labels,
-                candidate_labels=pp.candidate_labels,
-                diagnostics=diagnostics,
-                generator=generator,
-            )
-        return tiled_loss(
-            pp.anchors,
-            positives,
-            pp.candidates,
+        common: dict[str, Any] = dict(  # the arguments both engines take
             temperature=pp.temperature,
             anchor_norms=pp.anchor_norms,
             positive_norms=positive_norms,
@@ -359,15 +337,23 @@ class ContrastiveLoss(nn.Module):
             negatives=self.negatives,
             objective=self.objective,
             reduction=self.reduction,
-            tile=tile,
             mask=pp.mask,
             anchor_labels=pp.anchor_labels,
             candidate_labels=pp.candidate_labels,
             diagnostics=diagnostics,
             generator=generator,
+        )
+        if tile is None:
+            return gathered_loss(pp.anchors, positives, pp.candidates, **common)
+        return tiled_loss(
+            pp.anchors,
+            positives,
+            pp.candidates,
+            tile=tile,
             symmetric=symmetric,
             compiled=self.compile_tiles,
             validate=self.validate,
+            **common,
         )
 
     def _two_view_loss(

@@ -12,7 +12,7 @@ from torch import Tensor
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores, same_label
 
-__all__ = ["effective_sample_size", "gathered_diagnostics", "negative_diagnostics"]
+__all__ = ["effective_sample_size", "gathered_diagnostics", "negative_diagnostics", "positive_cosine"]
 
 
 def effective_sample_size(log_weights: Tensor) -> Tensor:
@@ -26,6 +26,12 @@ def effective_sample_size(log_weights: Tensor) -> Tensor:
     return torch.exp(2 * torch.logsumexp(log_weights, dim=1) - torch.logsumexp(2 * log_weights, dim=1))
 
 
+def positive_cosine(scores: Scores) -> Tensor:
+    """cos(a_i, p_i) = s⁺_i · t / (‖a_i‖ ‖p_i‖), shape (A,), detached (one positive per anchor)."""
+    denom = (scores.anchor_norms * scores.positive_norms).clamp_min(1e-12)
+    return scores.positive.detach() * scores.temperature / denom
+
+
 def _cosines(scores: Scores) -> tuple[Tensor, Tensor]:
     """Positive cosines (A,) — the mean over an anchor's positives when it has several — and the
     candidate cosines (A, N)."""
@@ -36,9 +42,7 @@ def _cosines(scores: Scores) -> tuple[Tensor, Tensor]:
         pm = scores.positive_mask
         pos = neg.masked_fill(~pm, 0.0).sum(dim=1) / pm.sum(dim=1).clamp_min(1)
         return pos, neg
-    denom_pos = (scores.anchor_norms * scores.positive_norms).clamp_min(1e-12)
-    pos = scores.positive.detach() * t / denom_pos
-    return pos, neg
+    return positive_cosine(scores), neg
 
 
 @torch.no_grad()

@@ -85,6 +85,35 @@ class Scores:
             )
         return replace(self, mask=mask, valid_counts=None, nonempty=False)
 
+    @classmethod
+    def streamed(
+        cls,
+        positive: Tensor,
+        *,
+        temperature: float,
+        anchor_norms: Tensor,
+        positive_norms: Tensor,
+        candidate_norms: Tensor,
+        valid_counts: Tensor,
+        anchor_labels: Tensor | None = None,
+        candidate_labels: Tensor | None = None,
+    ) -> Scores:
+        """The scores of an engine that never forms the (A, N) logits (the tiled engines): empty
+        (A, 0) ``logits`` and ``mask``, the valid counts N_i (A,) it streamed."""
+        empty = positive.new_empty(positive.shape[0], 0)
+        return cls(
+            positive=positive,
+            logits=empty,
+            mask=empty.bool(),
+            temperature=temperature,
+            anchor_norms=anchor_norms,
+            positive_norms=positive_norms,
+            candidate_norms=candidate_norms,
+            anchor_labels=anchor_labels,
+            candidate_labels=candidate_labels,
+            valid_counts=valid_counts.to(torch.int32),
+        )
+
     def masked_logits(self) -> Tensor:
         """``s_ij`` where valid, ``-inf`` elsewhere (one pass over the matrix)."""
         return self.logits.masked_fill(~self.mask, float("-inf"))

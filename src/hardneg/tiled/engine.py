@@ -35,6 +35,7 @@ from hardneg.negatives.uniform import Uniform
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
 from hardneg.reduction import LossOutput, reduce
+from hardneg.reduction.diagnostics import positive_cosine
 from hardneg.scores import Scores
 from hardneg.tiled.gathered import check_gatherable
 from hardneg.tiled.lse import tiled_lse
@@ -176,7 +177,7 @@ def _gather_choice(
     """The gathered engine if ``negatives`` is K-subsampled Uniform / Hard with
     ``GATHER_CROSSOVER · K ≤ N`` and (A, K) matrices within the budget, else ``None``."""
     try:
-        sub = check_gatherable(negatives)
+        _, sub, _ = check_gatherable(negatives)
     except ValueError:
         return None
     ratio = GATHER_CROSSOVER.get(kind, GATHER_CROSSOVER["cuda"])
@@ -308,18 +309,15 @@ def tiled_loss(
     n_valid = counts.to(anchors.dtype)
     lws = lse[:, 0] - lse[:, 1] + n_valid.log() if beta > 0 else lse[:, 0]
     positive = (at * positives).sum(dim=1)
-    empty = anchors.new_empty(a_n, 0)
-    scores = Scores(
-        positive=positive,
-        logits=empty,
-        mask=empty.bool(),
+    scores = Scores.streamed(
+        positive,
         temperature=temperature,
         anchor_norms=anchor_norms,
         positive_norms=positive_norms,
         candidate_norms=candidate_norms,
+        valid_counts=counts,
         anchor_labels=anchor_labels,
         candidate_labels=candidate_labels,
-        valid_counts=counts.to(torch.int32),
     )
     weighted = WeightedScores(
         scores,
@@ -336,12 +334,11 @@ def tiled_loss(
     if diagnostics:
         with torch.no_grad():
             ess = (2 * lse[:, 1] - lse[:, 2]).exp() if beta > 0 else n_valid
-            cos = positive.detach() * temperature / (anchor_norms * positive_norms).clamp_min(1e-12)
             diag = {
                 "num_negatives": float(n_valid.mean()),
                 "ess": float(ess.mean()),
                 "ess_fraction": float((ess / n_valid).mean()),
-                "pos_cosine": float(cos.mean()),
+                "pos_cosine": float(positive_cosine(scores).mean()),
                 "tiled": 1.0,
             }
             diag.update({str(k): float(v) for k, v in objective.diagnostics(weighted).items()})

@@ -42,24 +42,24 @@ from hardneg.tiled.mask import TileMask
 __all__ = ["check_gatherable", "gathered_logits", "gathered_loss"]
 
 
-def check_gatherable(negatives: NegativeDistribution) -> Subsample:
-    """The :class:`~hardneg.negatives.Subsample` of ``negatives`` if the gathered engine computes
-    it: ``Subsample`` outermost (optionally around :class:`~hardneg.negatives.CollisionFree`) over
+def check_gatherable(negatives: NegativeDistribution) -> tuple[NegativeDistribution, Subsample, bool]:
+    """``(base, subsample, collision_free)`` of ``negatives``
+    (:func:`~hardneg.negatives.subsample.split_subsample`) if the gathered engine computes it:
+    ``Subsample`` outermost (optionally around :class:`~hardneg.negatives.CollisionFree`) over
     ``Uniform`` or ``Hard`` (any options: their weights are per anchor, so they read the K drawn
     logits alone). ``ValueError`` otherwise (e.g. optimal transport, whose column marginals need
     the whole (A, N) matrix)."""
     try:
-        base, sub, _ = split_subsample(negatives)
+        base, sub, collision_free = split_subsample(negatives)
     except ValueError:
-        sub = None
-        base = negatives
+        base, sub, collision_free = negatives, None, False
     if sub is None or not isinstance(base, (Uniform, Hard)):
         raise ValueError(
             "the gathered engine needs Subsample(num_negatives=K) outermost (optionally around "
             "CollisionFree) over Uniform or Hard negatives, got "
             f"negatives={negatives!r}; use engine='auto', 'materialised' or 'tiled'"
         )
-    return sub
+    return base, sub, collision_free
 
 
 def _pattern(index: Tensor, num_candidates: int, values: Tensor) -> Tensor:
@@ -139,8 +139,7 @@ def gathered_loss(
     The draw takes its seed from ``generator`` (else the Subsample's own, else torch's global
     one) exactly as the other engines do, so the three engines agree for the same generator.
     """
-    sub = check_gatherable(negatives)
-    base, _, collision_free = split_subsample(negatives)
+    base, sub, collision_free = check_gatherable(negatives)
     if collision_free and (anchor_labels is None or candidate_labels is None):
         raise ValueError("CollisionFree negatives need labels: anchor_labels and candidate_labels, got None")
     rule = TileMask(

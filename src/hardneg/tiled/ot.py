@@ -39,6 +39,7 @@ from hardneg.objectives.base import Objective
 from hardneg.objectives.hinge import Hinge
 from hardneg.objectives.triplet import Triplet
 from hardneg.reduction import LossOutput, reduce
+from hardneg.reduction.diagnostics import positive_cosine
 from hardneg.scores import Scores
 from hardneg.tiled.mask import TileMask
 
@@ -461,23 +462,20 @@ def tiled_ot_loss(
         check_rows_nonempty(res.counts)
     lws = ot_weighted_lse(anchors, candidates, res, rule, kernel, temperature=temperature, tile=tile)
     positive = (anchors * positives).sum(dim=1) / temperature
-    empty = anchors.new_empty(anchors.shape[0], 0)
     info = {
         "ot_iterations": float(res.iterations),
         "ot_marginal_error": float(res.marginal_error),
         "ot_converged": 1.0 if res.converged else 0.0,
     }
-    scores = Scores(
-        positive=positive,
-        logits=empty,
-        mask=empty.bool(),
+    scores = Scores.streamed(
+        positive,
         temperature=temperature,
         anchor_norms=anchor_norms,
         positive_norms=positive_norms,
         candidate_norms=candidate_norms,
+        valid_counts=res.counts,
         anchor_labels=anchor_labels,
         candidate_labels=candidate_labels,
-        valid_counts=res.counts.to(torch.int32),
     )
     weighted = WeightedScores(
         scores,
@@ -492,10 +490,9 @@ def tiled_ot_loss(
     diag: dict[str, float] = {}
     if diagnostics:
         with torch.no_grad():
-            cos = positive.detach() * temperature / (anchor_norms * positive_norms).clamp_min(1e-12)
             diag = {
                 "num_negatives": float(res.counts.to(anchors.dtype).mean()),
-                "pos_cosine": float(cos.mean()),
+                "pos_cosine": float(positive_cosine(scores).mean()),
                 "tiled": 1.0,
                 **info,
             }
