@@ -149,9 +149,16 @@ class Subsample(MaskWrapper):
         self.num_negatives = num_negatives
         self.generator = generator
 
-    def restrict(self, scores: Scores, *, generator: torch.Generator | None = None) -> Scores:
+    def draw_seed(self, generator: torch.Generator | None, device: torch.device | str) -> int:
+        """The seed of one draw, from the call's ``generator``, else the constructor's, else torch's
+        global generator (``device``: the generator's device). Every engine draws it this way, so
+        the three engines take the same subsets for the same generator."""
         g = generator if generator is not None else self.generator
-        mask = subsample_mask(scores.mask, self.num_negatives, generator=g)
+        return draw_seed(g, device=device if g is not None else "cpu")
+
+    def restrict(self, scores: Scores, *, generator: torch.Generator | None = None) -> Scores:
+        seed = self.draw_seed(generator, scores.mask.device)
+        mask = subsample_mask(scores.mask, self.num_negatives, seed=seed)
         return scores if mask is scores.mask else scores.with_mask(mask)
 
     def _config(self) -> dict[str, object]:

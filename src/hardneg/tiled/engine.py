@@ -28,7 +28,6 @@ from torch import Tensor
 from hardneg._validation import check_rows_nonempty
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.hard import Hard
-from hardneg.negatives.keys import draw_seed
 from hardneg.negatives.ot import OptimalTransport
 from hardneg.negatives.subsample import Subsample, split_subsample
 from hardneg.negatives.uniform import Uniform
@@ -262,8 +261,6 @@ def tiled_loss(
     """
     check_tileable(negatives, objective)
     base, sub, collision_free = split_subsample(negatives)
-    if collision_free and (anchor_labels is None or candidate_labels is None):
-        raise ValueError("CollisionFree negatives need labels: anchor_labels and candidate_labels, got None")
     a_n, n_n = anchors.shape[0], candidates.shape[0]
     rule = TileMask(
         num_anchors=a_n,
@@ -275,8 +272,7 @@ def tiled_loss(
         collision_free=collision_free,
     )
     if sub is not None:
-        g = generator if generator is not None else sub.generator
-        seed = draw_seed(g, device=candidates.device if g is not None else "cpu")
+        seed = sub.draw_seed(generator, candidates.device)
         rule = rule.with_subsample(seed, sub.num_negatives, tile)
     if isinstance(base, OptimalTransport):
         return tiled_ot_loss(

@@ -30,7 +30,6 @@ from torch.autograd.function import FunctionCtx, once_differentiable
 
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.hard import Hard
-from hardneg.negatives.keys import draw_seed
 from hardneg.negatives.subsample import Subsample, split_subsample
 from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
@@ -140,8 +139,6 @@ def gathered_loss(
     one) exactly as the other engines do, so the three engines agree for the same generator.
     """
     base, sub, collision_free = check_gatherable(negatives)
-    if collision_free and (anchor_labels is None or candidate_labels is None):
-        raise ValueError("CollisionFree negatives need labels: anchor_labels and candidate_labels, got None")
     rule = TileMask(
         num_anchors=anchors.shape[0],
         num_candidates=candidates.shape[0],
@@ -151,8 +148,7 @@ def gathered_loss(
         candidate_labels=candidate_labels,
         collision_free=collision_free,
     )
-    g = generator if generator is not None else sub.generator
-    seed = draw_seed(g, device=candidates.device if g is not None else "cpu")
+    seed = sub.draw_seed(generator, candidates.device)
     index = rule.draw(seed, sub.num_negatives, identity=True)
     assert index is not None
     at = anchors / temperature

@@ -53,6 +53,12 @@ class TileMask:
     collision_free: bool = False
     subsample_index: Tensor | None = None
 
+    def __post_init__(self) -> None:
+        if self.collision_free and (self.anchor_labels is None or self.candidate_labels is None):
+            raise ValueError(
+                "CollisionFree negatives need labels: anchor_labels and candidate_labels, got None"
+            )
+
     def base_block(self, r0: int, r1: int, c0: int, c1: int) -> Tensor:
         """The mask before K-subsampling on anchors ``r0:r1`` × candidates ``c0:c1`` (bool)."""
         device = self.excluded.device
