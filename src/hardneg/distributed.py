@@ -157,15 +157,6 @@ def all_gather_no_grad(x: Tensor, *, group: ProcessGroup | None = None) -> Tenso
     return torch.cat(parts, dim=0)
 
 
-def _check_equal_batch(b: int, device: torch.device, group: ProcessGroup | None = None) -> None:
-    sizes = all_gather_no_grad(torch.tensor([b], device=device), group=group)
-    if bool((sizes != b).any()):
-        raise ValueError(
-            "gathering negatives needs the same local batch size B on every rank, "
-            f"got B per rank = {sizes.tolist()} (use drop_last=True in the data loader)"
-        )
-
-
 def gathered_simclr_scores(
     z1: Tensor,
     z2: Tensor,
@@ -189,9 +180,8 @@ def gathered_simclr_scores(
     b = check_two_views(z1, z2)
     if b < 1:
         raise ValueError(f"batch size B (z1.shape[0]) must be >= 1, got {b}")
-    r = rank(group) if is_distributed(group) else 0
-    if is_distributed(group):
-        _check_equal_batch(b, z1.device, group)
+    r = rank(group)
+    check_equal_sizes("the views z1, z2", z1, group)
     v = torch.cat([z1, z2], dim=0)  # (2B, d)
     candidates = all_gather_with_grad(v, group=group)  # (2B·W, d)
     pos_idx = (torch.arange(2 * b, device=v.device) + b) % (2 * b)

@@ -81,12 +81,11 @@ def gathered_diagnostics(
     scores = weighted.scores
     t = scores.temperature
     neg_cos = scores.logits.detach() * t / (scores.anchor_norms[:, None] * candidate_norms).clamp_min(1e-12)
-    pos_cos = scores.positive.detach() * t / (scores.anchor_norms * scores.positive_norms).clamp_min(1e-12)
     same = None
     if anchor_labels is not None and candidate_labels is not None:
         ya = anchor_labels.to(candidate_labels.device)[:, None]
         same = (ya == candidate_labels) & (ya >= 0) & (candidate_labels >= 0)
-    return _diagnostics(weighted, pos_cos, neg_cos, same)
+    return _diagnostics(weighted, positive_cosine(scores), neg_cos, same)
 
 
 def _diagnostics(
