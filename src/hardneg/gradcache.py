@@ -40,12 +40,13 @@ under ``ddp.no_sync()``, as :class:`hardneg.pipeline.module.ContrastiveModule` d
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["batch_size", "chunk_batch", "grad_cache_step"]
+__all__ = ["CachedPass", "batch_size", "chunk_batch", "embed_without_graph", "grad_cache_step"]
 
 
 def _embedding(out: object) -> Tensor:
@@ -149,13 +150,69 @@ def grad_cache_step(
             (default ``z_chunk.backward(grad_chunk)``); ``last`` is True for the step's last
             chunk, the one that should synchronise gradients under DDP.
     """
+    cached = embed_without_graph(encoder, inputs, chunk_size=chunk_size, embedding=embedding)
+    loss = loss_fn(cached.embeddings)
+    grads = torch.autograd.grad(loss, cached.embeddings, allow_unused=True)
+    cached.backward(grads, backward=backward)
+    return loss.detach()
+
+
+@dataclass
+class CachedPass:
+    """GradCache's first pass (steps 1–2 of the module docstring), kept for its recompute (step 3).
+
+    ``embeddings``: one (B, d) tensor per view, detached and requiring gradients (the loss is
+    computed on them); the rest is what :meth:`backward` needs to re-run each chunk exactly.
+    """
+
+    embeddings: list[Tensor]
+    encoder: nn.Module | Callable[[Any], object]
+    inputs: Sequence[Any]
+    bounds: list[list[tuple[int, int]]]
+    states: list[list[tuple[Tensor, list[Tensor]]]]
+    devices: list[int]
+    read: Callable[[object], Tensor]
+
+    def backward(
+        self,
+        grads: Sequence[Tensor | None],
+        *,
+        backward: Callable[[Tensor, Tensor, bool], None] | None = None,
+    ) -> None:
+        """Step 3: re-run every chunk with gradients from the random state of its first pass and
+        back-propagate its rows of ``grads`` (``∂L/∂z`` per view; ``None``: the view is skipped),
+        through ``backward(z_chunk, grad_chunk, last)`` (default ``z_chunk.backward(grad_chunk)``).
+        The random state after the first pass is kept."""
+        step_backward = _default_backward if backward is None else backward
+        work = [
+            (x, start, stop, g[start:stop], state)
+            for x, g, view_bounds, view_states in zip(self.inputs, grads, self.bounds, self.states)
+            if g is not None
+            for (start, stop), state in zip(view_bounds, view_states)
+        ]
+        with torch.random.fork_rng(devices=self.devices):
+            for i, (x, start, stop, g, state) in enumerate(work):
+                _set_rng_state(state, self.devices)
+                step_backward(self.read(self.encoder(chunk_batch(x, start, stop))), g, i == len(work) - 1)
+
+
+def embed_without_graph(
+    encoder: nn.Module | Callable[[Any], object],
+    inputs: Sequence[Any],
+    *,
+    chunk_size: int,
+    embedding: Callable[[object], Tensor] | None = None,
+) -> CachedPass:
+    """GradCache's first pass: every view embedded chunk by chunk under ``torch.no_grad`` (random
+    states recorded per chunk; an ``nn.Module``'s buffers restored afterwards, so that only the
+    recomputing pass updates running statistics). Arguments as :func:`grad_cache_step`; compute
+    the loss on ``.embeddings``, then call :meth:`CachedPass.backward` with its gradients."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
     if isinstance(inputs, (Tensor, Mapping)) or not isinstance(inputs, Sequence) or not inputs:
         got = type(inputs).__name__ if not isinstance(inputs, Sequence) or inputs else "an empty sequence"
         raise ValueError(f"inputs must be a non-empty list of views (one per encoder pass), got {got}")
     read = _embedding if embedding is None else embedding
-    step_backward = _default_backward if backward is None else backward
     sizes = [batch_size(x, f"inputs[{i}]") for i, x in enumerate(inputs)]
     bounds = [[(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)] for n in sizes]
     devices = _cuda_devices()
@@ -171,20 +228,7 @@ def grad_cache_step(
                 chunks.append(read(encoder(chunk_batch(x, start, stop))))
             embeddings.append(torch.cat(chunks).requires_grad_(True))
             states.append(view_states)
-    if module is not None:
-        with torch.no_grad():  # the recomputing pass is the one that updates running statistics
+        if module is not None:  # the recomputing pass is the one that updates running statistics
             for name, value in module.named_buffers():
                 value.copy_(buffers[name])
-    loss = loss_fn(embeddings)
-    grads = torch.autograd.grad(loss, embeddings, allow_unused=True)
-    work = [
-        (x, start, stop, g[start:stop], state)
-        for x, g, view_bounds, view_states in zip(inputs, grads, bounds, states)
-        if g is not None
-        for (start, stop), state in zip(view_bounds, view_states)
-    ]
-    with torch.random.fork_rng(devices=devices):  # the random state after the first pass is kept
-        for i, (x, start, stop, g, state) in enumerate(work):
-            _set_rng_state(state, devices)
-            step_backward(read(encoder(chunk_batch(x, start, stop))), g, i == len(work) - 1)
-    return loss.detach()
+    return CachedPass(embeddings, encoder, inputs, bounds, states, devices, read)

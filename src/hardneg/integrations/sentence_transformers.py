@@ -38,8 +38,7 @@ torch.Size([])
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
 
@@ -54,6 +53,7 @@ except ImportError as err:  # pragma: no cover - depends on the installation
         'pip install "hardneg[sentence-transformers]"'
     ) from err
 
+from hardneg.gradcache import CachedPass, embed_without_graph
 from hardneg.loss import ContrastiveLoss
 
 __all__ = ["CachedHardNegativesRankingLoss", "HardNegativesRankingLoss"]
@@ -115,33 +115,6 @@ class HardNegativesRankingLoss(nn.Module):
         )
 
 
-def _split(features: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
-    """The rows of a tokenised batch in chunks of ``size`` (tensors split along dim 0; others kept)."""
-    n = next(v.shape[0] for v in features.values() if isinstance(v, Tensor) and v.dim() > 0)
-    return [
-        {k: v[i : i + size] if isinstance(v, Tensor) and v.dim() > 0 and v.shape[0] == n else v
-         for k, v in features.items()}
-        for i in range(0, n, size)
-    ]
-
-
-class _RandomState:
-    """The CPU and (if used) CUDA random states at capture, replayed by :meth:`replay`."""
-
-    def __init__(self) -> None:
-        self.cpu = torch.get_rng_state()
-        self.cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
-
-    @contextmanager
-    def replay(self) -> Iterator[None]:
-        devices = list(range(torch.cuda.device_count())) if self.cuda is not None else []
-        with torch.random.fork_rng(devices=devices):
-            torch.set_rng_state(self.cpu)
-            if self.cuda is not None:
-                torch.cuda.set_rng_state_all(self.cuda)
-            yield
-
-
 class CachedHardNegativesRankingLoss(HardNegativesRankingLoss):
     """:class:`HardNegativesRankingLoss` with gradient caching over ``mini_batch_size`` rows.
 
@@ -159,37 +132,30 @@ class CachedHardNegativesRankingLoss(HardNegativesRankingLoss):
     def forward(
         self, sentence_features: Iterable[Mapping[str, Tensor]], labels: Tensor | None = None
     ) -> Tensor:
-        columns = [_split(f, self.mini_batch_size) for f in sentence_features]
-        states: list[list[_RandomState]] = []
-        embeddings: list[Tensor] = []
-        with torch.no_grad():
-            for chunks in columns:
-                states.append([])
-                parts = []
-                for chunk in chunks:
-                    states[-1].append(_RandomState())
-                    parts.append(self.model(dict(chunk))["sentence_embedding"])
-                embeddings.append(torch.cat(parts).requires_grad_())
+        cached = embed_without_graph(
+            self.model,
+            list(sentence_features),
+            chunk_size=self.mini_batch_size,
+            embedding=_sentence_embedding,
+        )
+        value = self.compute_loss_from_embeddings(cached.embeddings, labels)
         if not torch.is_grad_enabled():
-            return self.compute_loss_from_embeddings(embeddings, labels)
-        value = self.compute_loss_from_embeddings(embeddings, labels)
-        grads = torch.autograd.grad(value, embeddings)
+            return value
+        grads = torch.autograd.grad(value, cached.embeddings)
         out = value.detach().requires_grad_()
-        out.register_hook(partial(self._recompute, columns, states, grads))
+        out.register_hook(partial(_recompute, cached, grads))
         return out
 
-    def _recompute(
-        self,
-        columns: list[list[dict[str, Any]]],
-        states: list[list[_RandomState]],
-        grads: tuple[Tensor, ...],
-        grad_output: Tensor,
-    ) -> None:
-        """Re-run every mini-batch with gradients and back-propagate ``grad_output × ∂L/∂z``."""
-        for chunks, chunk_states, grad in zip(columns, states, grads):
-            start = 0
-            for chunk, state in zip(chunks, chunk_states):
-                with state.replay(), torch.enable_grad():  # hooks run with gradients off
-                    z = self.model(dict(chunk))["sentence_embedding"]
-                torch.autograd.backward(z, grad[start : start + z.shape[0]] * grad_output)
-                start += z.shape[0]
+
+def _sentence_embedding(out: object) -> Tensor:
+    """The ``sentence_embedding`` of a SentenceTransformer's output dict."""
+    assert isinstance(out, Mapping)
+    z: Tensor = out["sentence_embedding"]
+    return z
+
+
+def _recompute(cached: CachedPass, grads: tuple[Tensor, ...], grad_output: Tensor) -> None:
+    """At ``loss.backward()``: re-run every mini-batch with gradients and back-propagate
+    ``grad_output × ∂L/∂z`` (GradCache's step 3, :meth:`hardneg.gradcache.CachedPass.backward`)."""
+    with torch.enable_grad():  # hooks run with gradients off
+        cached.backward([g * grad_output for g in grads])
