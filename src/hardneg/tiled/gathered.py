@@ -1,5 +1,9 @@
 """The gathered engine: K-subsampled negatives at O(A·K·d), only the drawn logits are computed.
 
+K negatives per anchor decoupled from the batch size are Ash, Goel, Krishnamurthy, Misra
+(AISTATS 2022), §4; the loss over them is the chosen objective unchanged (e.g. Robinson et al.,
+ICLR 2021, eq. (4) with hard weights over the K drawn candidates).
+
 With :class:`~hardneg.negatives.Subsample` (K negatives per anchor) the materialised and the
 tiled engines score every candidate (A·N·d) and then keep K per row. This engine draws the K
 indices first (:meth:`~hardneg.tiled.TileMask.draw`: the same subsets, for the same seed, as
