@@ -15,6 +15,15 @@ so the extra memory is O((A + N)·d + tile²) instead of O(A·N). This is the on
 recurrence of Milakov & Gimelshein (arXiv:1805.02867) and the tile-wise contrastive loss of
 Cheng et al. (Inf-CL, arXiv:2410.17243), extended to several exponents (hard negatives need
 ``1 + β`` and ``β``) and to masks made per tile.
+
+Where the exponents are one base and its integer multiples and the Cauchy–Schwarz bound of the
+call allows it (:class:`TilePlan`'s ``shared_shift``), the running maximum is replaced by a fixed
+per-row shift known before the first tile, and the backward's per-row factors are folded into
+the tile's bias and its (R, d) operands (:mod:`hardneg.tiled.rowshift`): no maximum, no
+rescaling, and for hard negatives two element-wise passes per tile instead of five in the
+backward. Otherwise (``compile_tiles``, two unrelated exponents, a small temperature with a large
+β, unnormalised embeddings) the running maximum and the general block gradient run; both give
+the same values to round-off (tested).
 """
 
 from __future__ import annotations
@@ -30,6 +39,16 @@ from torch.autograd.function import once_differentiable
 
 from hardneg.tiled.mask import TileMask
 from hardneg.tiled.pair import safe_band
+from hardneg.tiled.rowshift import (
+    Fold,
+    RowShift,
+    choose_fold,
+    fixed_finish,
+    fixed_sums,
+    fold_checks,
+    fold_tile_,
+    row_shift,
+)
 from hardneg.tiled.stream import (
     Scratch,
     absorb_,
@@ -57,12 +76,14 @@ class TilePlan:
         masked: the ``(row tile, column tile)`` blocks that hold an invalid entry, or ``None``
             when any block may (labels, an explicit mask, K-subsampling): those are floored.
         low: the exponent floor of the dtype.
+        y_norm: ``max‖y‖`` (the per-row shifts of :mod:`hardneg.tiled.rowshift`).
     """
 
     risky: bool
     shared_shift: bool
     masked: frozenset[tuple[int, int]] | None
     low: float
+    y_norm: float
 
     def clean(self, row_tile: int, col_tile: int) -> bool:
         """Whether the block is known to hold no invalid entry (then its mask is not made: no
@@ -106,6 +127,7 @@ def plan_tiles(x: Tensor, y: Tensor, exponents: tuple[float, ...], rule: TileMas
         shared_shift=2.0 * a_max * h <= safe_band(x.dtype),
         masked=masked,
         low=low,
+        y_norm=values[1] if a_n and n_n else 0.0,
     )
 
 
@@ -119,6 +141,9 @@ def _forward(
     plan: TilePlan,
 ) -> tuple[Tensor, Tensor]:
     """Forward of :class:`_TiledLSE`; ``plan``: each tile's exponent floor (:func:`plan_tiles`)."""
+    shape = row_shift(exponents) if plan.shared_shift and not compiled else None
+    if shape is not None:
+        return _forward_fixed(anchors, candidates, exponents, rule, tile, plan, shape)
     a_n = anchors.shape[0]
     fold = block_absorb(exponents, anchors, compiled)
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
@@ -133,6 +158,46 @@ def _forward(
             counts[r0:r1] += c1 - c0 if plan.clean(bi, bj) else rule.fill_invalid_(s, r0, r1, c0, c1)
             fold(run_max, run_sum, s, 1, work, True, plan.floor(bi, bj))
         out[r0:r1] = finish(run_max, run_sum, exponents)
+    return out, counts
+
+
+def _scaled(anchors: Tensor, a: float) -> Tensor:
+    """``a · anchors``, so that a tile's matrix product gives ``a s`` directly."""
+    return anchors if a == 1.0 else anchors * a
+
+
+def _forward_fixed(
+    anchors: Tensor,
+    candidates: Tensor,
+    exponents: tuple[float, ...],
+    rule: TileMask,
+    tile: int,
+    plan: TilePlan,
+    shape: RowShift,
+) -> tuple[Tensor, Tensor]:
+    """:func:`_forward` with the fixed per-row shifts of :mod:`hardneg.tiled.rowshift` (the caller
+    checked ``plan.shared_shift``): no running maximum, the shift in the matrix product's bias."""
+    a_n = anchors.shape[0]
+    a = exponents[shape.base]
+    sigma = torch.linalg.vector_norm(anchors, dim=1) * (a * plan.y_norm)
+    scaled = _scaled(anchors, a)
+    out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
+    counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
+    work = Scratch()
+    cols = tiles(candidates.shape[0], tile)
+    for bi, (r0, r1) in enumerate(tiles(a_n, tile)):
+        x_blk, shift = scaled[r0:r1], sigma[r0:r1, None]
+        parts = anchors.new_empty(len(cols), len(exponents), r1 - r0)  # each tile's row sums
+        n_clean = 0
+        for bj, (c0, c1) in enumerate(cols):
+            t = torch.mm(x_blk, candidates[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, anchors)).sub_(shift)
+            if plan.clean(bi, bj):
+                n_clean += c1 - c0
+            else:
+                counts[r0:r1] += rule.fill_invalid_(t, r0, r1, c0, c1)
+            fixed_sums(parts[bj], t, shape, scratch=work, floor=plan.floor(bi, bj))
+        counts[r0:r1] += n_clean
+        out[r0:r1] = fixed_finish(sigma[r0:r1], parts.sum(dim=0).T, counts[r0:r1], exponents, shape)
     return out, counts
 
 
@@ -162,12 +227,19 @@ class _TiledLSE(torch.autograd.Function):
         exponents, rule, tile = ctx.exponents, ctx.rule, ctx.tile
         ga = torch.zeros_like(anchors) if ctx.needs_input_grad[0] else None
         gc = torch.zeros_like(candidates) if ctx.needs_input_grad[1] else None
-        coef, lse, active = backward_coefficients(grad, out, exponents)
+        tplan: TilePlan = ctx.plan
+        shape = row_shift(exponents) if tplan.shared_shift and not ctx.compiled else None
+        coef, lse, active, flags = backward_coefficients(
+            grad, out, exponents, checks=lambda c, lg: fold_checks(c, lg, shape)
+        )
         if not active:
+            return ga, gc, None, None, None, None
+        fold = choose_fold(lse, coef, exponents, shape, active, flags)
+        if fold is not None:
+            _backward_folded(anchors, candidates, ga, gc, rule, tile, tplan, fold)
             return ga, gc, None, None, None, None
         plan, grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
         work = Scratch()
-        tplan: TilePlan = ctx.plan
         for bi, (r0, r1) in enumerate(tiles(anchors.shape[0], tile)):
             a_blk = anchors[r0:r1]
             planned = plan(lse[r0:r1], coef[r0:r1])
@@ -187,18 +259,62 @@ class _TiledLSE(torch.autograd.Function):
         return ga, gc, None, None, None, None
 
 
+def _backward_folded(
+    anchors: Tensor,
+    candidates: Tensor,
+    ga: Tensor | None,
+    gc: Tensor | None,
+    rule: TileMask,
+    tile: int,
+    tplan: TilePlan,
+    fold: Fold,
+) -> None:
+    """The backward of :class:`_TiledLSE` in folded form (:mod:`hardneg.tiled.rowshift`): per tile
+    ``H`` from one ``addmm`` with the fold's bias, the row factor ``ρ`` applied to the (R, d)
+    operands. Writes into ``ga`` and ``gc`` (either may be ``None``)."""
+    scaled = _scaled(anchors, fold.a)
+    work = Scratch()
+    for bi, (r0, r1) in enumerate(tiles(anchors.shape[0], tile)):
+        rho = fold.rho[r0:r1]
+        a_rho = anchors[r0:r1] * rho if gc is not None else None
+        ga_blk = None
+        for bj, (c0, c1) in enumerate(tiles(candidates.shape[0], tile)):
+            c_blk = candidates[c0:c1]
+            buf = work.get("s", r1 - r0, c1 - c0, anchors)
+            t = torch.mm(scaled[r0:r1], c_blk.T, out=buf).add_(fold.bias[r0:r1])
+            if not tplan.clean(bi, bj):
+                rule.fill_invalid_(t, r0, r1, c0, c1)
+            h = fold_tile_(t, fold, scratch=work, floor=tplan.floor(bi, bj))
+            if ga is not None:
+                ga_blk = h @ c_blk if ga_blk is None else ga_blk.addmm_(h, c_blk)
+            if gc is not None:
+                gc[c0:c1].addmm_(h.T, a_rho)
+        if ga is not None and ga_blk is not None:
+            ga[r0:r1] = ga_blk.mul_(rho)
+
+
 def backward_coefficients(
-    grad: Tensor, out: Tensor, exponents: tuple[float, ...]
-) -> tuple[Tensor, Tensor, list[int]]:
-    """``(coef, lse, active)``: ``coef = a_e · ∂loss/∂L_e`` (A, E), zero on rows without a valid
-    entry (L = −inf: no gradient), ``lse`` with those rows set to 0, and the exponents that carry
-    a gradient (e.g. not the 2β of the effective sample size), from one host read per backward."""
+    grad: Tensor,
+    out: Tensor,
+    exponents: tuple[float, ...],
+    *,
+    checks: Callable[[Tensor, Tensor], Tensor] | None = None,
+) -> tuple[Tensor, Tensor, list[int], list[bool]]:
+    """``(coef, lse, active, flags)``: ``coef = a_e · ∂loss/∂L_e`` (A, E), zero on rows without a
+    valid entry (L = −inf: no gradient), ``lse`` with those rows set to 0, the exponents that
+    carry a gradient (e.g. not the 2β of the effective sample size), and the values of
+    ``checks(coef, lse)`` (a bool vector, e.g. :func:`~hardneg.tiled.rowshift.fold_checks`), all
+    from one host read per backward."""
     finite = torch.isfinite(out)
     coef = torch.where(finite, grad, 0.0) * torch.tensor(exponents, dtype=grad.dtype, device=grad.device)
     lse = torch.where(finite, out, 0.0)
-    carries = (coef != 0).any(dim=0).tolist()
-    active = [e for e in range(len(exponents)) if carries[e]]
-    return coef, lse, active
+    parts = [(coef != 0).any(dim=0)]
+    if checks is not None:
+        parts.append(checks(coef, lse))
+    values = torch.cat(parts).tolist()
+    n = len(exponents)
+    active = [e for e in range(n) if values[e]]
+    return coef, lse, active, values[n:]
 
 
 def block_absorb(

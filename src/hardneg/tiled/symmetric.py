@@ -94,7 +94,7 @@ class _SymmetricLSE(torch.autograd.Function):
     def backward(ctx: Any, grad: Tensor, _counts_grad: Tensor | None) -> tuple[Tensor | None, ...]:
         v, w, out = ctx.saved_tensors
         exponents, rule, tile = ctx.exponents, ctx.rule, ctx.tile
-        coef, lse, active = backward_coefficients(grad, out, exponents)
+        coef, lse, active, _ = backward_coefficients(grad, out, exponents)
         gv = torch.zeros_like(v)
         if not active:
             return gv, None, None, None, None, None
