@@ -280,11 +280,14 @@ def _backward_folded(
         ga_blk = None
         for bj, (c0, c1) in enumerate(tiles(candidates.shape[0], tile)):
             c_blk = candidates[c0:c1]
-            buf = work.get("s", r1 - r0, c1 - c0, anchors)
+            # two buffers trade roles from tile to tile: the power is written where the previous
+            # tile's gradient was just read by its matrix product (still in cache)
+            buf = work.get(f"s{bj % 2}", r1 - r0, c1 - c0, anchors)
+            spare = work.get(f"s{1 - bj % 2}", r1 - r0, c1 - c0, anchors)
             t = torch.mm(scaled[r0:r1], c_blk.T, out=buf).add_(fold.bias[r0:r1])
             if not tplan.clean(bi, bj):
                 rule.fill_invalid_(t, r0, r1, c0, c1)
-            h = fold_tile_(t, fold, scratch=work, floor=tplan.floor(bi, bj))
+            h = fold_tile_(t, fold, spare=spare, floor=tplan.floor(bi, bj))
             if ga is not None:
                 ga_blk = h @ c_blk if ga_blk is None else ga_blk.addmm_(h, c_blk)
             if gc is not None:

@@ -184,21 +184,19 @@ def choose_fold(
     return None
 
 
-def fold_tile_(t: Tensor, fold: Fold, *, scratch: Scratch, floor: float | None = None) -> Tensor:
-    """``H`` over a tile from ``t = a s + bias`` (R, C), overwritten (:class:`Fold`). With a
-    ``floor`` (a tile holding invalid entries, −inf in ``t``) those entries get an exact 0."""
-    invalid = None
-    if floor is not None:
-        flags = scratch.get("invalid", t.shape[0], t.shape[1], t.new_empty(0, dtype=torch.bool))
-        invalid = torch.isneginf(t, out=flags)
+def fold_tile_(t: Tensor, fold: Fold, *, spare: Tensor, floor: float | None = None) -> Tensor:
+    """``H`` over a tile from ``t = a s + bias`` (R, C), overwritten (:class:`Fold`); ``spare``: a
+    buffer of ``t``'s shape for the power (its contents are lost). With a ``floor`` (a tile holding
+    invalid entries, −inf in ``t``) those entries get an exact 0."""
+    invalid = torch.isneginf(t) if floor is not None else None
     y = exp_(t, floor)
     k = fold.k
     if k is not None:
         if k % 2 == 0:  # y + ε (y^{k/2})²
-            w = _power(y, k // 2, scratch, in_place=False)
+            w = y if k == 2 else ipow(y, k // 2, spare)
             y.addcmul_(w, w, value=fold.eps)
         else:  # y + ε y · y^{k−1}
-            y.addcmul_(y, _power(y, k - 1, scratch, in_place=False), value=fold.eps)
+            y.addcmul_(y, ipow(y, k - 1, spare), value=fold.eps)
     if invalid is not None:
         y.masked_fill_(invalid, 0.0)
     return y
