@@ -270,13 +270,13 @@ def _backward_folded(
     fold: Fold,
 ) -> None:
     """The backward of :class:`_TiledLSE` in folded form (:mod:`hardneg.tiled.rowshift`): per tile
-    ``H`` from one ``addmm`` with the fold's bias, the row factor ``ρ`` applied to the (R, d)
+    ``H`` from the matrix product plus the fold's bias, the row factor ``ρ`` applied to the (R, d)
     operands. Writes into ``ga`` and ``gc`` (either may be ``None``)."""
     scaled = _scaled(anchors, fold.a)
     work = Scratch()
     for bi, (r0, r1) in enumerate(tiles(anchors.shape[0], tile)):
         rho = fold.rho[r0:r1]
-        a_rho = anchors[r0:r1] * rho if gc is not None else None
+        a_rho = anchors[r0:r1] * rho  # (R, d): the row factor on the other operand of ∇candidates
         ga_blk = None
         for bj, (c0, c1) in enumerate(tiles(candidates.shape[0], tile)):
             c_blk = candidates[c0:c1]

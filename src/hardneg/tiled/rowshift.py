@@ -6,8 +6,10 @@ per tile a maximum, a subtraction and a rescaling of the running sums. For logit
 
     a s_ij ≤ σ_i = a ‖x_i‖ · max_j ‖y_j‖,
 
-and ``σ_i`` is a shift that never changes: the tile ``a s − σ`` is one ``addmm`` (the shift is
-the product's bias, no extra pass), and the running sums of a row are plain sums,
+and ``σ_i`` is a shift that never changes: the tile ``a s − σ`` is one matrix product (of the
+anchors times ``a``) and one in-place subtraction while the tile is in cache (``addmm`` with the
+shift as its input measured slower on a CPU: it first copies the shift into the whole output),
+and the running sums of a row are plain sums,
 
     S_e,i = Σ_j e^{k_e (a s_ij − σ_i)},    L_e,i = k_e σ_i + log S_e,i    (a_e = k_e a),
 
