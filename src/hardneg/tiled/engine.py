@@ -276,23 +276,11 @@ def tiled_loss(
         rule = rule.with_subsample(seed, sub.num_negatives, tile)
     if isinstance(base, OptimalTransport):
         return tiled_ot_loss(
-            anchors,
-            positives,
-            candidates,
-            negatives=base,
-            objective=objective,
-            rule=rule,
-            temperature=temperature,
-            anchor_norms=anchor_norms,
-            positive_norms=positive_norms,
-            candidate_norms=candidate_norms,
-            reduction=reduction,
-            tile=tile,
-            anchor_labels=anchor_labels,
-            candidate_labels=candidate_labels,
-            diagnostics=diagnostics,
-            validate=validate,
-            source=repr(negatives),
+            anchors, positives, candidates, negatives=base, objective=objective, rule=rule,
+            temperature=temperature, anchor_norms=anchor_norms, positive_norms=positive_norms,
+            candidate_norms=candidate_norms, reduction=reduction, tile=tile,
+            anchor_labels=anchor_labels, candidate_labels=candidate_labels,
+            diagnostics=diagnostics, validate=validate, source=repr(negatives),
         )
     beta = base.beta if isinstance(base, Hard) and base.beta >= torch.finfo(anchors.dtype).tiny else 0.0
     exponents: tuple[float, ...] = (1.0 + beta, beta) if beta > 0 else (1.0,)

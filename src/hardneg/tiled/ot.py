@@ -287,12 +287,10 @@ def tiled_sinkhorn(
                 active_rows = counts > 0
                 log_a = -math.log(max(int(active_rows.sum()), 1))
                 log_b = -math.log(max(int(active_cols.sum()), 1))
-            ok = torch.stack(
-                [
-                    _exp_sum_ok(rs, active_rows, n_n, a.dtype),
-                    _exp_sum_ok(cs, active_cols, a_n, a.dtype),
-                ]
-            ).all()
+            ok = torch.stack([
+                _exp_sum_ok(rs, active_rows, n_n, a.dtype),
+                _exp_sum_ok(cs, active_cols, a_n, a.dtype),
+            ]).all()
             r = shift + rs.log()
             dev = torch.where(active_rows, torch.expm1(r - shift).abs(), 0.0).sum() * math.exp(log_a)
             flags = torch.stack([ok.to(dev.dtype), dev]).tolist()  # the iteration's one host read
@@ -455,14 +453,8 @@ def tiled_ot_loss(
     check_ot_tileable(negatives, objective)
     kernel = OTKernel.of(negatives, anchor_norms, candidate_norms)
     res = tiled_sinkhorn(
-        anchors,
-        candidates,
-        rule,
-        kernel,
-        tol=negatives.tol,
-        max_iter=negatives.max_iter,
-        method=negatives.method,
-        tile=tile,
+        anchors, candidates, rule, kernel, tol=negatives.tol, max_iter=negatives.max_iter,
+        method=negatives.method, tile=tile,
     )
     if not res.converged:
         negatives.warn_not_converged(stacklevel=4)
