@@ -176,7 +176,7 @@ def _forward_fixed(
     shape: RowShift,
 ) -> tuple[Tensor, Tensor]:
     """:func:`_forward` with the fixed per-row shifts of :mod:`hardneg.tiled.rowshift` (the caller
-    checked ``plan.shared_shift``): no running maximum, the shift in the matrix product's bias."""
+    checked ``plan.shared_shift``): no running maximum, the shift subtracted from each tile in place."""
     a_n = anchors.shape[0]
     a = exponents[shape.base]
     sigma = torch.linalg.vector_norm(anchors, dim=1) * (a * plan.y_norm)
