@@ -43,7 +43,6 @@ from hardneg.tiled.rowshift import (
     Fold,
     RowShift,
     choose_fold,
-    fixed_finish,
     fixed_sums,
     fold_checks,
     fold_tile_,
@@ -179,7 +178,8 @@ def _forward_fixed(
     checked ``plan.shared_shift``): no running maximum, the shift subtracted from each tile in place."""
     a_n = anchors.shape[0]
     a = exponents[shape.base]
-    sigma = torch.linalg.vector_norm(anchors, dim=1) * (a * plan.y_norm)
+    bound = torch.linalg.vector_norm(anchors, dim=1) * plan.y_norm  # ≥ max_j s_ij: the fixed "maximum"
+    sigma = bound * a
     scaled = _scaled(anchors, a)
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
@@ -197,7 +197,10 @@ def _forward_fixed(
                 counts[r0:r1] += rule.fill_invalid_(t, r0, r1, c0, c1)
             fixed_sums(parts[bj], t, shape, scratch=work, floor=plan.floor(bi, bj))
         counts[r0:r1] += n_clean
-        out[r0:r1] = fixed_finish(sigma[r0:r1], parts.sum(dim=0).T, counts[r0:r1], exponents, shape)
+        # L_e = a_e · bound + log S_e; −inf on rows without a valid entry (floored entries leave
+        # e^{floor}-sized sums there)
+        out[r0:r1] = finish(bound[r0:r1], parts.sum(dim=0).T, exponents)
+        out[r0:r1].masked_fill_((counts[r0:r1] == 0)[:, None], float("-inf"))
     return out, counts
 
 

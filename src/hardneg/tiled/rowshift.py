@@ -57,7 +57,6 @@ __all__ = [
     "Fold",
     "RowShift",
     "choose_fold",
-    "fixed_finish",
     "fixed_sums",
     "fold_checks",
     "fold_tile_",
@@ -108,17 +107,6 @@ def fixed_sums(
         else:  # Σ y^k = ‖y^{k/2}‖²: one read of the half power instead of squaring it first
             half = _power(y, k // 2, scratch, in_place=i == last)
             torch.linalg.vector_norm(half, dim=1, out=out[e]).square_()
-
-
-def fixed_finish(
-    sigma: Tensor, sums: Tensor, counts: Tensor, exponents: tuple[float, ...], shape: RowShift
-) -> Tensor:
-    """``L_e = (a_e / a) σ + log S_e`` (R, E); −inf on rows without a valid entry (``counts = 0``:
-    floored entries leave ``e^{floor}``-sized sums there)."""
-    a = exponents[shape.base]
-    ratio = torch.tensor([ae / a for ae in exponents], dtype=sums.dtype, device=sums.device)
-    out = sigma[:, None] * ratio + sums.log()
-    return out.masked_fill_((counts == 0)[:, None], float("-inf"))
 
 
 def _pair_terms(lse: Tensor, coef: Tensor, base: int, k: int, top: int) -> tuple[Tensor, Tensor, Tensor]:
