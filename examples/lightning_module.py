@@ -10,7 +10,7 @@ Run (a few seconds on a CPU)::
 
     python examples/lightning_module.py --steps 100 --batch-size 128
 
-Needs Lightning (``pip install "hardneg[toolkit]"`` or ``pip install lightning``).
+Needs Lightning (``pip install "hardneg[cli]"`` or ``pip install lightning``).
 
 Under DDP (``Trainer(strategy="ddp", devices=N)``) pass ``gather_distributed=True`` to gather the
 negatives of all processes (do not also ``all_gather`` the embeddings yourself).

@@ -68,6 +68,27 @@ class BetaAnnealing:
         )
 
     def apply(self, negatives: object, epoch: int) -> float:
+        """Set ``negatives.beta`` to the schedule's β at ``epoch`` and return that β.
+
+        Args:
+            negatives: any object with a ``beta`` attribute, e.g. ``loss_fn.negatives`` when it is
+                :class:`hardneg.negatives.Hard`.
+            epoch: the 0-based epoch about to start.
+
+        Returns:
+            The β now set (HCL's step annealing, Robinson et al., ICLR 2021, App. D.1).
+
+        Raises:
+            TypeError: ``negatives`` has no ``beta`` attribute.
+
+        Example:
+            >>> from hardneg import negatives
+            >>> hard = negatives.Hard(beta=1.0)
+            >>> BetaAnnealing(beta=1.0, num_changes=2, num_epochs=10).apply(hard, 5)
+            0.5
+            >>> hard.beta
+            0.5
+        """
         value = self(epoch)
         if not hasattr(negatives, "beta"):
             raise TypeError(

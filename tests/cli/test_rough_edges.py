@@ -98,3 +98,18 @@ def test_compare_lists_what_it_wrote_and_each_run_s_evaluation_time(tmp_path) ->
     assert "figures" not in listed and "summary.md" in listed  # eval.figures=false: no figure written
     assert not (out / "figures").exists()
     assert "# Compare `graphs_compare` on graphs" in (out / "summary.md").read_text()
+
+
+def test_version_and_help_read_plainly() -> None:
+    """``hardneg --version`` prints the package version; flags in ``--help`` show no ``<bool>``."""
+    from hardneg import __version__
+
+    done = subprocess.run([sys.executable, "-m", "hardneg.cli", "--version"], env=cli_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"hardneg {__version__}"
+    for args in (["--help"], ["train", "--help"], ["theory", "--help"], ["data", "--help"]):
+        shown = subprocess.run([sys.executable, "-m", "hardneg.cli", *args], env=cli_env(),
+                               capture_output=True, text=True, timeout=120)
+        assert shown.returncode == 0, shown.stderr
+        assert "<bool>" not in shown.stdout and "--help" in shown.stdout, shown.stdout

@@ -39,6 +39,8 @@ from hardneg.cli.theory import app as theory_app
 __all__ = ["app", "main"]
 
 app = typer.Typer(
+    rich_markup_mode=None,  # click's plain help: typer's rich panels print '<bool>' for flags
+
     name="hardneg",
     help="Contrastive learning in which the distribution of negatives is what you control.",
     no_args_is_help=True,
@@ -57,6 +59,22 @@ OutOpt = Annotated[Path | None, typer.Option("--out", help="output folder (defau
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="continue from the last epoch checkpoint(s)")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="overwrite an existing output folder")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from hardneg import __version__
+
+        typer.echo(f"hardneg {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="print the version and exit")] = False,
+) -> None:
+    """Contrastive learning in which the distribution of negatives is what you control."""
 
 
 def _echo(msg: str) -> None:

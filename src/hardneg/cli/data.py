@@ -21,9 +21,12 @@ import typer
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Build corpora: Wikipedia XML dump -> article-labelled sentences (TSV); "
-                       "SentEval task folders from installed packages.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None,  # click's plain help: typer's rich panels print '<bool>' for flags
+    help="Build corpora: Wikipedia XML dump -> article-labelled sentences (TSV); "
+    "SentEval task folders from installed packages.",
+    no_args_is_help=True,
+)
 
 
 @app.command()

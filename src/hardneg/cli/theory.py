@@ -13,6 +13,8 @@ from pathlib import Path
 import typer
 
 app = typer.Typer(
+    rich_markup_mode=None,  # click's plain help: typer's rich panels print '<bool>' for flags
+
     help="Theory you can run: collision probabilities, Arora/Ash/HCL bounds, worked examples, "
     "measured-vs-bound reports, figures.",
     no_args_is_help=True,

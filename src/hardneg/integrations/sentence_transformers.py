@@ -108,6 +108,8 @@ class HardNegativesRankingLoss(nn.Module):
 
     @property
     def citation(self) -> str:
+        """The BibTeX entry sentence-transformers writes into the model card: Robinson, Chuang, Sra
+        and Jegelka, *Contrastive Learning with Hard Negative Samples*, ICLR 2021."""
         return (
             "@inproceedings{robinson2021contrastive, title={Contrastive Learning with Hard Negative "
             "Samples}, author={Robinson, Joshua and Chuang, Ching-Yao and Sra, Suvrit and Jegelka, "
