@@ -42,10 +42,17 @@ only, so that W ranks are not one process on the concatenated batch:
 
 Everything else (uniform, fixed-β hard, debiased, collision-free negatives, every objective) is
 exactly the single-process computation.
+
+**Never silently local.** A loss that runs in a process group of more than one process *without*
+gathering uses only its own rank's candidates as negatives (W times fewer than the global
+batch): a different loss from the single-process one, with different weights after a few steps.
+That may be what a loop wants (it gathered the embeddings itself), so it is allowed, but the
+first such call of a process warns once (:func:`warn_local_negatives`), saying how to gather.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -62,6 +69,7 @@ __all__ = [
     "is_distributed",
     "local_block",
     "rank",
+    "warn_local_negatives",
     "world_size",
 ]
 
@@ -76,6 +84,31 @@ def is_distributed(group: ProcessGroup | None = None) -> bool:
     """True when ``torch.distributed`` is initialised and ``group`` (default: the default group)
     has more than one process."""
     return _initialised() and int(dist.get_world_size(group)) > 1
+
+
+_warned_local = False
+
+
+def warn_local_negatives(group: ProcessGroup | None = None) -> None:
+    """Warn once per process that a loss runs distributed with local negatives only.
+
+    Called by :class:`~hardneg.ContrastiveLoss` for every call that does not gather; a no-op
+    outside a process group of more than one process and after the first warning.
+    """
+    global _warned_local
+    if _warned_local or not is_distributed(group):
+        return
+    _warned_local = True
+    w = world_size(group)
+    warnings.warn(
+        f"hardneg: the contrastive loss runs in a process group of {w} processes without "
+        f"gathering, so each rank's negatives are its own batch's candidates only ({w}x fewer "
+        "than one process on the global batch, and a different loss); pass "
+        "gather_distributed=True to ContrastiveLoss (pipeline: loss.gather_distributed=true) to "
+        "score every rank's candidates, or ignore this if your loop gathered the embeddings itself",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def world_size(group: ProcessGroup | None = None) -> int:

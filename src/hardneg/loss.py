@@ -229,8 +229,12 @@ class ContrastiveLoss(nn.Module):
             )
 
     def _gathers(self) -> bool:
-        """Whether this call gathers candidates across the ranks of ``process_group``."""
-        return self.gather_distributed and distributed.is_distributed(self.process_group)
+        """Whether this call gathers candidates across the ranks of ``process_group`` (a call
+        that could but does not warns once per process: :func:`hardneg.distributed.warn_local_negatives`)."""
+        if self.gather_distributed:
+            return distributed.is_distributed(self.process_group)
+        distributed.warn_local_negatives(self.process_group)
+        return False
 
     def engine_for(
         self,

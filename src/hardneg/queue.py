@@ -314,7 +314,9 @@ class QueueLoss(nn.Module):
                 else torch.full((keys.shape[0],), -1, dtype=torch.long, device=keys.device)
             )
         group = getattr(self.loss, "process_group", None)
-        if self.loss.gather_distributed and distributed.is_distributed(group):
+        if not self.loss.gather_distributed:
+            distributed.warn_local_negatives(group)  # each rank's queue holds its own keys only
+        elif distributed.is_distributed(group):
             keys = distributed.all_gather_no_grad(keys, group=group)
             lab = None if lab is None else distributed.all_gather_no_grad(lab, group=group)
         self.queue.enqueue(keys, lab, check_finite=check_finite)

@@ -1,0 +1,56 @@
+"""A loss in a process group of 2 without gathering warns once per process (issue: "never
+silently local"); with gathering, or outside a process group, it never warns."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import torch
+
+from hardneg import ContrastiveLoss
+from hardneg.queue import MemoryQueue, QueueLoss
+
+from .helpers import run_two_processes
+
+
+def _calls(gather: bool) -> list[str]:
+    """Every layout twice, then the queue; the messages of the warnings raised."""
+    torch.manual_seed(0)
+    loss = ContrastiveLoss(gather_distributed=gather)
+    z1, z2 = torch.randn(4, 3), torch.randn(4, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            loss(z1, z2)
+            loss.pair(z1, z2, torch.randn(4, 3))
+            loss.multi_positive(z1, torch.randn(4, 3), torch.eye(4, dtype=torch.bool))
+        memory = MemoryQueue(size=8, dim=3)
+        memory.enqueue(torch.nn.functional.normalize(torch.randn(8, 3), dim=1))
+        QueueLoss(ContrastiveLoss(gather_distributed=gather), memory)(z1, z2)
+    return [str(w.message) for w in caught if "without gathering" in str(w.message)]
+
+
+def _local(rank: int) -> dict[str, object]:
+    return {"messages": _calls(gather=False)}
+
+
+def _gathered(rank: int) -> dict[str, object]:
+    return {"messages": _calls(gather=True)}
+
+
+def test_local_negatives_warn_once_per_process(tmp_path: Path) -> None:
+    for result in run_two_processes(_local, tmp_path):
+        messages = result["messages"]
+        assert isinstance(messages, list) and len(messages) == 1, messages
+        assert "process group of 2 processes" in messages[0]
+        assert "gather_distributed=True" in messages[0]
+
+
+def test_gathering_never_warns(tmp_path: Path) -> None:
+    for result in run_two_processes(_gathered, tmp_path):
+        assert result["messages"] == []
+
+
+def test_one_process_never_warns() -> None:
+    assert _calls(gather=False) == []
