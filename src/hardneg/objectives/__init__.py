@@ -4,6 +4,7 @@ from hardneg.objectives.base import Objective, log1mexp
 from hardneg.objectives.bcl import BasicContrastive
 from hardneg.objectives.block import block_differences, block_loss, block_means
 from hardneg.objectives.debiased import Debiased, debiased_log_negative
+from hardneg.objectives.decoupled import Decoupled, decoupled, von_mises_fisher_weights
 from hardneg.objectives.hinge import Hinge, hinge_max
 from hardneg.objectives.jsd import JensenShannon
 from hardneg.objectives.logistic import Logistic, LogisticMPair
@@ -14,6 +15,7 @@ from hardneg.objectives.triplet import Triplet
 __all__ = [
     "BasicContrastive",
     "Debiased",
+    "Decoupled",
     "Hinge",
     "InfoNCE",
     "JensenShannon",
@@ -26,8 +28,10 @@ __all__ = [
     "block_loss",
     "block_means",
     "debiased_log_negative",
+    "decoupled",
     "hinge_max",
     "info_nce",
     "log1mexp",
     "mixture_proportion",
+    "von_mises_fisher_weights",
 ]

@@ -186,6 +186,9 @@ def _register_builtins() -> None:
     )
     OBJECTIVES.register("infonce", o.InfoNCE, description="InfoNCE / NT-Xent with weighted negatives")
     OBJECTIVES.register("debiased", o.Debiased, description="debiased objective with class prior tau_plus")
+    OBJECTIVES.register(
+        "decoupled", o.Decoupled, description="decoupled contrastive loss, DCL / DCLW with sigma (Yeh et al.)"
+    )
     OBJECTIVES.register("logistic", o.Logistic, description="Arora et al.'s k-way logistic loss")
     OBJECTIVES.register(
         "logistic_mpair", o.LogisticMPair, description="m-pair logistic loss (Jiang et al. eq. (1))"
