@@ -17,6 +17,22 @@ distribution (uniform, hard, debiased, OT, K-subsampled) and objective are those
   ``AvgNonZeroReducer`` (as SupConLoss).
 
 Pairs whose anchor has no negative contribute 0 (as in PML).
+
+**Miners with repeated pairs.** A miner's negatives are a *set* here: the negatives of anchor a
+are the distinct n of the pairs (a, n) it returned, and the negative distribution weighs each of
+them once. PML's ``NTXentLoss`` sums over the list instead, so a negative that a triplet miner
+returns k times for an anchor (once per triplet (a, p, n) sharing a and n) enters its denominator
+k times. Without repeated (a, n) pairs (every pair miner, no miner, ``BatchHardMiner``) the two
+are equal; with ``TripletMarginMiner`` they differ by exactly that multiplicity.
+
+**PML's wrappers.** ``CrossBatchMemory`` and ``SelfSupervisedLoss`` accept the losses whose class
+*name* is on their lists; :class:`NTXentLoss` and :class:`SupConLoss` are this adapter under the
+names of the PML losses they generalise (NTXent's and SupCon's layouts), so both wrappers take
+them with any negative distribution, without touching PML's module state.
+
+**Distributed training** is PML's ``DistributedLossWrapper``'s job (it gathers embeddings and
+labels before calling the loss); a wrapped ``ContrastiveLoss(gather_distributed=True)`` is
+refused rather than silently not gathering.
 """
 
 from __future__ import annotations
@@ -39,7 +55,7 @@ from hardneg.loss import ContrastiveLoss
 from hardneg.scores import multi_positive_scores, pair_scores
 from hardneg.supervised import supervised_per_anchor
 
-__all__ = ["LAYOUTS", "MetricLearningLoss"]
+__all__ = ["LAYOUTS", "MetricLearningLoss", "NTXentLoss", "SupConLoss"]
 
 LAYOUTS = ("pairs", "all")
 
@@ -73,6 +89,12 @@ class MetricLearningLoss(BaseMetricLossFunction):
             raise ValueError(f"positives must be one of {LAYOUTS}, got {positives!r}")
         if loss is not None and not isinstance(loss, ContrastiveLoss):
             raise TypeError(f"loss must be a hardneg.ContrastiveLoss, got {type(loss).__name__}")
+        if loss is not None and loss.gather_distributed:
+            raise ValueError(
+                "loss.gather_distributed must be False in a pytorch-metric-learning loss (PML gathers "
+                "with pytorch_metric_learning.utils.distributed.DistributedLossWrapper: wrap this loss "
+                "in it), got gather_distributed=True"
+            )
         self.positives = positives
         super().__init__(**kwargs)
         self.loss = ContrastiveLoss(temperature=0.07) if loss is None else loss
@@ -117,3 +139,49 @@ class MetricLearningLoss(BaseMetricLossFunction):
             losses = losses.index_put((rows.nonzero()[:, 0],), supervised_per_anchor(self.loss, scores))
         indices = torch.arange(len(emb), device=emb.device)
         return {"loss": {"losses": losses, "indices": indices, "reduction_type": "element"}}
+
+
+class NTXentLoss(MetricLearningLoss):
+    """:class:`MetricLearningLoss` in NTXent's layout (``positives="pairs"``) under the name of PML's
+    ``NTXentLoss``, which PML's ``CrossBatchMemory`` and ``SelfSupervisedLoss`` accept by name.
+
+    Args:
+        temperature: used when ``loss`` is not given (PML's default 0.07).
+        loss: the contrastive loss; its temperature is used, and must agree with ``temperature``
+            when both are given.
+        **kwargs: PML's ``reducer``, ``embedding_regularizer``, …
+
+    >>> import torch
+    >>> from pytorch_metric_learning.losses import CrossBatchMemory
+    >>> from hardneg import ContrastiveLoss, negatives
+    >>> from hardneg.integrations.metric_learning import NTXentLoss
+    >>> memory = CrossBatchMemory(NTXentLoss(loss=ContrastiveLoss(temperature=0.1,
+    ...                           negatives=negatives.Hard(beta=1.0))), embedding_size=8, memory_size=32)
+    >>> memory(torch.randn(16, 8), torch.randint(0, 4, (16,))).shape
+    torch.Size([])
+    """
+
+    _layout = "pairs"
+    _default_temperature = 0.07
+
+    def __init__(self, temperature: float | None = None, *, loss: ContrastiveLoss | None = None,
+                 **kwargs: Any):
+        if loss is None:
+            t = self._default_temperature if temperature is None else temperature
+            loss = ContrastiveLoss(temperature=t)
+        elif temperature is not None and float(temperature) != loss.temperature:
+            raise ValueError(
+                f"temperature={temperature!r} disagrees with loss.temperature={loss.temperature!r}: "
+                "give one of them"
+            )
+        super().__init__(loss=loss, positives=self._layout, **kwargs)
+
+
+class SupConLoss(NTXentLoss):
+    """:class:`MetricLearningLoss` in SupCon's layout (``positives="all"``) under the name of PML's
+    ``SupConLoss``, which PML's ``CrossBatchMemory`` and ``SelfSupervisedLoss`` accept by name.
+    Arguments as :class:`NTXentLoss` (PML's default temperature 0.1)."""
+
+    _layout = "all"
+    _default_temperature = 0.1
+
