@@ -250,3 +250,25 @@ def test_cifar10_string_labels_name_the_file(tmp_path: Path) -> None:
     expected = r"corrupt CIFAR file .*test_batch: b'labels' must be integer class indices"
     with pytest.raises(ValueError, match=expected):
         read_cifar10(tmp_path, split="test")
+
+
+class _RunsCode:
+    """A pickle payload that would run a shell command when loaded."""
+
+    def __init__(self, sentinel: Path) -> None:
+        self.sentinel = sentinel
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        import os
+
+        return (os.system, (f"touch {self.sentinel}",))
+
+
+def test_a_cifar_pickle_that_would_run_code_is_refused_unrun(cifar10_root: Path, tmp_path: Path) -> None:
+    sentinel = tmp_path / "SENTINEL"
+    _dump(cifar10_root / "cifar-10-batches-py" / "test_batch",
+          {b"data": _RunsCode(sentinel), b"labels": [0]})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match=r"corrupt CIFAR file .*test_batch.*global '(posix|os)\.system'"):
+        read_cifar10(cifar10_root, split="test")
+    assert not sentinel.exists()
+    assert read_cifar10(cifar10_root, split="train").images.shape == (10, 3, 32, 32)  # arrays still load

@@ -81,7 +81,7 @@ def _at_save(sig: int, n: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    sig = {"INT": signal.SIGINT, "KILL": signal.SIGKILL}[argv[0]]
+    sig = signal.Signals["SIG" + argv[0]]  # INT, KILL, TERM, HUP
     kind, n = argv[1].split(":")
     {"step": _at_step, "save": _at_save}[kind](sig, int(n))
     assert argv[2] == "--"

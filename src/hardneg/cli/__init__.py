@@ -57,7 +57,8 @@ OverridesArg = Annotated[
 ]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="output folder (default: <out_dir>/<name>)")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="continue from the last epoch checkpoint(s)")]
-ForceOpt = Annotated[bool, typer.Option("--force", help="overwrite an existing output folder")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="overwrite an output folder hardneg made (a run or group folder holding nothing else)")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")]
 
 
@@ -122,34 +123,77 @@ def _load(config: str, overrides: list[str] | None, *, fits: bool = False):  # t
 _USER_ERRORS = (OSError, ValueError, RuntimeError, OverflowError)
 
 
-def _interrupted_message(config: str, run_dir: Path) -> str:
-    """What Ctrl-C left behind, naming only the checkpoint files that exist, and what --resume does.
+def _interrupted_message(config: str, run_dir: Path, *, existed: bool = True, signame: str = "SIGINT") -> str:
+    """What a stop signal left behind, naming only the checkpoint files that exist, and what --resume does.
 
-    ``--resume`` continues from ``last.ckpt`` (the last finished epoch); ``interrupted.ckpt`` is
-    saved mid-epoch, for inspection only, and the partial epoch is discarded.
+    ``--resume`` continues from the last finished epoch: ``last.ckpt``, or ``epochNNN.ckpt`` when
+    the save of ``last.ckpt`` was cut short; ``interrupted.ckpt`` is saved mid-epoch, for
+    inspection only, and the partial epoch is discarded. ``existed``: the run folder was there
+    before the command started.
     """
+    stopped = "interrupted" if signame == "SIGINT" else f"interrupted by {signame}"
+    if not existed and not run_dir.exists():
+        return f"{stopped} before the run folder '{run_dir}' was created: nothing was written"
+    from hardneg.pipeline.checkpoints import checkpoint_files
+
     folder = run_dir / "checkpoints"
-    meaning = {"last.ckpt": "the last finished epoch",
-               "interrupted.ckpt": "the moment of interruption, for inspection only"}
-    names = [name for name in meaning if (folder / name).is_file()]
+    epochs = [p.name for p in checkpoint_files(folder)]  # last.ckpt first, then epochNNN.ckpt by name
+    meaning = {name: f"the end of epoch {int(name[5:].split('.')[0].split('-')[0]) + 1}"
+               for name in epochs if name != "last.ckpt"}
+    meaning["last.ckpt"] = "the last finished epoch"
+    meaning["interrupted.ckpt"] = "the moment of interruption, for inspection only"
+    names = epochs + (["interrupted.ckpt"] if (folder / "interrupted.ckpt").is_file() else [])
     if not names:
-        return (f"interrupted before the first checkpoint; start again with "
+        return (f"{stopped} before the first checkpoint; start again with "
                 f"`hardneg train {config} ... --out {run_dir} --force`")
     listing = ", ".join(f"{name} = {meaning[name]}" for name in names)
-    if "last.ckpt" not in names:
-        return (f"interrupted during the first epoch: checkpoints in {folder} ({listing}); "
-                f"`hardneg train {config} ... --resume --out {run_dir}` starts from scratch "
-                "(no epoch finished; the partial epoch is discarded)")
-    return (f"interrupted: checkpoints in {folder} ({listing}); continue with "
-            f"`hardneg train {config} ... --resume --out {run_dir}` (resumes from the last finished epoch; "
-            "the partial epoch is discarded)")
+    again = f"`hardneg train {config} ... --resume --out {run_dir}`"
+    if not epochs:
+        return (f"{stopped} during the first epoch: checkpoints in {folder} ({listing}); {again} starts "
+                "from scratch (no epoch finished; the partial epoch is discarded)")
+    start = "the last finished epoch" if "last.ckpt" in epochs else f"{epochs[-1]}, {meaning[epochs[-1]]}"
+    return (f"{stopped}: checkpoints in {folder} ({listing}); continue with {again} (resumes from "
+            f"{start}; the partial epoch is discarded)")
+
+
+def _stop_code(signum: int) -> int:
+    """The shell's status for a process stopped by ``signum`` (130 SIGINT, 143 SIGTERM, 129 SIGHUP)."""
+    return 128 + int(signum)
 
 
 @app.command()
 def train(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None, resume: ResumeOpt = False,
           force: ForceOpt = False, quiet: QuietOpt = False) -> None:
-    """Pre-train one encoder, evaluate it and write a run folder."""
-    cfg = _load(config, overrides, fits=True)
+    """Pre-train one encoder, evaluate it and write a run folder.
+
+    SIGINT (Ctrl-C), SIGTERM and SIGHUP stop it the same way: the checkpoints are kept, one message
+    says how to continue with ``--resume``, and the exit status is 128 + the signal's number.
+    """
+    import signal
+
+    from hardneg._signals import interrupt_signals
+
+    with interrupt_signals() as received:
+        run_dir: Path | None = out
+        existed = out is not None and out.exists()
+        try:
+            cfg = _load(config, overrides, fits=True)
+            run_dir = out if out is not None else Path(cfg.out_dir) / cfg.name
+            existed = existed or run_dir.exists()
+            _train(cfg, out, resume=resume, force=force, quiet=quiet)
+        except (KeyboardInterrupt, SystemExit) as err:  # Lightning exits with 1 after Ctrl-C
+            if isinstance(err, SystemExit) and err.code in (0, None) and not received:
+                raise
+            signum = received[-1] if received else getattr(err, "signum", signal.SIGINT)
+            name = signal.Signals(signum).name
+            if run_dir is None:
+                _echo(f"interrupted ({name}) before the config was read: nothing was written")
+            else:
+                _echo(_interrupted_message(config, Path(run_dir), existed=existed, signame=name))
+            raise typer.Exit(code=_stop_code(signum)) from None
+
+
+def _train(cfg, out: Path | None, *, resume: bool, force: bool, quiet: bool) -> None:  # type: ignore[no-untyped-def]
     _quiet_lightning()
     from hardneg.pipeline.experiment import train_run
     from hardneg.pipeline.run_folder import timing_lines
@@ -159,12 +203,6 @@ def train(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
         result = train_run(cfg, out, resume=resume, force=force, quiet=quiet)
     except _USER_ERRORS as err:
         raise _fail(err) from None
-    except (KeyboardInterrupt, SystemExit) as err:  # Lightning exits with 1 after Ctrl-C
-        if isinstance(err, SystemExit) and err.code in (0, None):
-            raise
-        run_dir = out if out is not None else Path(cfg.out_dir) / cfg.name
-        _echo(_interrupted_message(config, Path(run_dir)))
-        raise typer.Exit(code=130) from None  # the shell's status for "stopped by SIGINT"
     if result is None:  # a non-zero DDP rank
         return
     if not quiet:
@@ -191,12 +229,14 @@ def evaluate(run: Annotated[Path, typer.Argument(help="run folder written by `ha
     beside the run's own results, never over them.
     """
     _quiet_lightning()
-    from hardneg.pipeline.experiment import evaluate_run
+    from hardneg.pipeline.experiment import check_senteval_run, evaluate_run
 
     try:
         overrides = None
         if senteval is not None:
             from hardneg.senteval.readers import find_tasks
+
+            check_senteval_run(run)  # a run of images has no use for a SentEval folder
 
             if not senteval.is_dir():
                 raise ValueError(f"--senteval must be a folder of SentEval tasks, got '{senteval}'")
@@ -278,7 +318,8 @@ def reproduce(
         "runs/reproduce"
     ),
     only: Annotated[
-        list[str] | None, typer.Option("--only", help="run only this claim id (repeatable)")
+        list[str] | None, typer.Option("--only", help="run only this claim id (repeatable; exploratory: "
+                                       "unadjusted p-values, written to claims-only-<ids>.md)")
     ] = None,
     data: Annotated[list[str] | None, typer.Option(
         "--data", help="NAME=DIR: the folder of a data set the claims need (cifar10, cifar100, stl10, "
@@ -290,7 +331,7 @@ def reproduce(
 ) -> None:
     """Run the papers' claims as seeded comparisons -> claims.md, claims.csv, figures/claims.png."""
     _quiet_lightning()
-    from hardneg.reproduce.run import ReproduceInterrupted, run_reproduce
+    from hardneg.reproduce.run import ReproduceInterrupted, resume_command, run_reproduce
 
     start = time.perf_counter()
     try:
@@ -302,17 +343,23 @@ def reproduce(
     except _USER_ERRORS as err:
         raise _fail(err) from None
     except ReproduceInterrupted as stop:
-        text = (stop.result.root / "claims.md").read_text()
-        typer.echo(text.split("\n## ", 1)[0].rstrip())
-        _echo(f"interrupted: partial report in {stop.result.root / 'claims.md'}; continue with "
-              f"`hardneg reproduce --budget {budget} --out {out}` (finished runs are reused)")
+        report = stop.result.report or stop.result.root / "claims.md"
+        typer.echo(report.read_text().split("\n## ", 1)[0].rstrip())
+        _echo(f"interrupted: partial report in {report}; continue with "
+              f"`{resume_command(budget, out, only)}` (finished runs are reused)")
         raise typer.Exit(code=130) from None
     from hardneg.reproduce.report import summary_table
 
-    typer.echo(summary_table(result.rows))
+    claims = [r for r in result.rows if r.get("section", "claim") == "claim"]
+    theorems = [r for r in result.rows if r.get("section") == "theorem"]
+    typer.echo(summary_table(claims))
+    if theorems:
+        typer.echo("\ntheorem checks (each alone, outside the claims' family):\n" + summary_table(theorems))
     ran = [r for r in result.rows if r.get("folder")]
     if ran:
-        typer.echo("\nsources and settings (Holm–Bonferroni over the claims above, α = 0.05):")
+        family = ("exploratory: unadjusted p-values, no family verdict" if only else
+                  "one Holm family over the budget's planned claims, α = 0.05")
+        typer.echo(f"\nsources and settings ({family}):")
         for r in ran:
             typer.echo(f"- {r['claim']}: {r['source']}. {r['setting']}.")
     commands = [r for r in result.rows if r.get("command")]
@@ -321,7 +368,8 @@ def reproduce(
         for r in commands:
             typer.echo(f"- {r['claim']}: {r['setting']}\n    {r['command']}")
     if not quiet:
-        _echo(f"\nreport: {result.root / 'claims.md'} (claims.csv, figures/claims.png)")
+        report = result.report or result.root / "claims.md"
+        _echo(f"\nreport: {report} ({report.stem}.csv, figures/{report.stem}.png)")
         _echo(f"wall time: {time.perf_counter() - start:.1f} s")
 
 

@@ -37,12 +37,34 @@ _C10_LAYOUT = (
 _C100_LAYOUT = "<root>/cifar-100-python/{train, test, meta} (python pickles from cifar-100-python.tar.gz)"
 
 
+# The only globals a CIFAR batch needs: numpy arrays, their dtypes and scalars (numpy 1 and 2 names),
+# and the bytes constructor that Python 3 writes for protocol 2.
+_ALLOWED_GLOBALS = frozenset(
+    (module, name)
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+    for name in ("_reconstruct", "scalar")
+) | {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}  # bytes under protocol 2
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that builds dicts, lists, strings, numbers and numpy arrays, and nothing else:
+    a file whose pickle names any other global (``os.system``, ``builtins.eval``, …) is refused
+    before that global is looked up, so reading a CIFAR folder never runs code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _ALLOWED_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"it needs the global '{module}.{name}', and a CIFAR batch holds only numpy arrays"
+        )
+
+
 def _load_pickle(path: Path, *, layout: str) -> dict[Any, Any]:
     require_file(path, layout=layout)
     try:
         with path.open("rb") as handle:
-            obj = pickle.load(handle, encoding="bytes")
-    except Exception as err:  # truncated / not a pickle
+            obj = _ArraysOnly(handle, encoding="bytes").load()
+    except Exception as err:  # truncated / not a pickle / a global that is not an array
         raise ValueError(
             f"corrupt CIFAR file {path}: could not unpickle ({type(err).__name__}: {err}). "
             f"Expected layout: {layout}"

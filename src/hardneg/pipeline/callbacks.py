@@ -1,4 +1,11 @@
-"""Callbacks of the training engine: β annealing, phase timing, online kNN accuracy."""
+"""Callbacks of the training engine: β annealing, phase timing, online kNN accuracy, run identity.
+
+What a callback logs is written to the loggers and flushed at once (:func:`log_now`), not through
+``LightningModule.log``: Lightning hands ``self.log`` values to the loggers only after the epoch's
+checkpoint is saved, so a kill between the two would lose the epoch's row of ``metrics.csv`` for
+good (``--resume`` restarts after that epoch). Everything of epoch ``e`` is on disk before
+checkpoint ``e``; a resume trims the log to the checkpoint's epoch (:mod:`hardneg.pipeline.csv_log`).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,35 @@ from torch import Tensor
 
 from hardneg.schedules import BetaAnnealing
 
-__all__ = ["BetaAnnealingCallback", "OnlineKNN", "PhaseTimer"]
+__all__ = ["BetaAnnealingCallback", "OnlineKNN", "PhaseTimer", "RunIdentity", "log_now"]
+
+
+def log_now(trainer: L.Trainer, metrics: dict[str, float]) -> None:
+    """Write ``metrics`` (with the current epoch) to every logger and flush them, now."""
+    if not trainer.is_global_zero:
+        return
+    row = {**metrics, "epoch": float(trainer.current_epoch)}
+    for logger in trainer.loggers:
+        logger.log_metrics(row, step=trainer.global_step)
+        logger.save()
+
+
+class RunIdentity(L.Callback):
+    """Records the run's config digest in every checkpoint (``callbacks["RunIdentity"]``).
+
+    ``hardneg evaluate`` compares it with the digest of the run folder's ``config.yaml`` to tell a
+    checkpoint of this run from one of another run whose weights happen to fit
+    (:func:`hardneg.pipeline.checkpoints.config_digest`).
+    """
+
+    def __init__(self, config_sha256: str) -> None:
+        self.config_sha256 = config_sha256
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"config_sha256": self.config_sha256}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """The digest is the config's, not the checkpoint's: nothing to restore."""
 
 
 class BetaAnnealingCallback(L.Callback):
@@ -28,7 +63,7 @@ class BetaAnnealingCallback(L.Callback):
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         negatives = cast(Any, pl_module).loss_fn.negatives
         beta = self.schedule.apply(negatives, trainer.current_epoch)
-        pl_module.log("schedule/beta", beta, on_step=False, on_epoch=True)
+        log_now(trainer, {"schedule/beta": float(beta)})
 
 
 class PhaseTimer(L.Callback):
@@ -108,7 +143,7 @@ class OnlineKNN(L.Callback):
         knn = WeightedKNN(k=self.k, temperature=self.temperature).fit(train_h, self.train_labels)
         acc = float(knn.score(test_h, self.test_labels))
         self.curve.append({"epoch": float(epoch), "knn_top1": acc})
-        pl_module.log("online/knn_top1", acc, on_step=False, on_epoch=True, rank_zero_only=True)
+        log_now(trainer, {"online/knn_top1": acc})
 
     def state_dict(self) -> dict[str, Any]:
         return {"curve": list(self.curve)}

@@ -16,11 +16,22 @@ largest global step; ``last.ckpt`` on ties) is used; a damaged file is reported 
 ``interrupted.ckpt`` (saved mid-epoch on Ctrl-C or an exception) is for inspection and
 ``evaluate --checkpoint``; resuming always restarts at an epoch boundary, which is what makes a
 resumed run bit-identical to an uninterrupted one on CPU.
+
+A checkpoint is read with ``torch.load(weights_only=True)`` everywhere (``evaluate``, ``--resume``
+and Lightning's own restore through :class:`AtomicCheckpointIO`): tensors, numbers, strings,
+lists and dicts only. A pickle that would build any other object (``os.system``, a class, a
+function) is refused before anything in it runs, with :class:`CheckpointError` naming the file and
+the refused global. What hardneg and Lightning save needs nothing more (weights, optimiser
+and scheduler states, loop counters, callback states and the per-epoch history are all plain),
+so no allow-list of extra types is needed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
+import pickle
 import re
 import sys
 from collections.abc import Callable
@@ -36,7 +47,11 @@ from hardneg._io import atomic_open, remove_partial_files
 __all__ = [
     "AtomicCheckpointIO",
     "CheckpointError",
+    "checkpoint_epochs",
     "checkpoint_files",
+    "checkpoint_run_digest",
+    "config_digest",
+    "load_tensors",
     "newest_intact_checkpoint",
     "read_checkpoint",
     "remove_partial_checkpoints",
@@ -64,6 +79,52 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         with atomic_open(path) as handle:
             handle.write(buffer.getbuffer())
 
+    def load_checkpoint(
+        self, path: _PATH, map_location: Any | None = None, weights_only: bool | None = None
+    ) -> dict[str, Any]:
+        """Lightning's restore (``fit(ckpt_path=...)``) reads tensors only, whatever it asks for."""
+        del weights_only  # always True: a checkpoint is data, never code
+        file = Path(str(path))
+        if not file.exists():
+            raise FileNotFoundError(f"checkpoint not found: '{file}'")
+        return load_tensors(file, map_location=map_location if map_location is not None else "cpu")
+
+
+_REFUSED = re.compile(r"GLOBAL ([\w.]+)|global[s]? ([\w.]+)")
+
+
+def _refused_globals(file: Path, err: BaseException) -> str:
+    """The global(s) the weights-only unpickler refused, read without running the pickle."""
+    try:
+        names = torch.serialization.get_unsafe_globals_in_checkpoint(file)
+    except Exception:  # an unreadable archive: fall back to torch's message
+        names = []
+    if not names:
+        found = _REFUSED.search(str(err))
+        names = [next(g for g in found.groups() if g)] if found else ["an object torch does not allow"]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"it holds objects that are not tensors: {shown}"
+
+
+def load_tensors(file: Path, *, map_location: Any = "cpu") -> Any:
+    """``torch.load(file, weights_only=True)``; a pickle of code or other objects is a CheckpointError.
+
+    Raises:
+        CheckpointError: ``<file> is not a readable hardneg checkpoint (it holds objects that are
+            not tensors: <global>)`` — nothing of the file ran — or another reason it is unreadable.
+    """
+    try:
+        return torch.load(file, map_location=map_location, weights_only=True)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except pickle.UnpicklingError as err:
+        if "Weights only load failed" in str(err):
+            reason = _refused_globals(file, err)
+            raise CheckpointError(f"{file} is not a readable hardneg checkpoint ({reason})") from None
+        raise CheckpointError(f"{file} is not a readable hardneg checkpoint ({_reason(err)})") from None
+    except Exception as err:  # torch.load raises many kinds (EOFError, RuntimeError, ...)
+        raise CheckpointError(f"{file} is not a readable hardneg checkpoint ({_reason(err)})") from None
+
 
 def _reason(err: BaseException) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
@@ -80,7 +141,8 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     Raises:
         FileNotFoundError: ``path`` does not exist.
         CheckpointError: ``<path> is not a readable hardneg checkpoint (<reason>)`` for an empty,
-            truncated or corrupted file, or a file that is not a Lightning checkpoint.
+            truncated or corrupted file, a file that is not a Lightning checkpoint, or one that
+            holds anything but tensors and plain data (it is never run: ``weights_only=True``).
     """
     file = Path(path)
     if not file.exists():
@@ -93,12 +155,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{file} is not a readable hardneg checkpoint (the file is empty)")
     if head != b"PK\x03\x04":  # torch.save writes a zip archive
         raise CheckpointError(f"{file} is not a readable hardneg checkpoint (not a torch.save zip archive)")
-    try:
-        state = torch.load(file, map_location="cpu", weights_only=False)
-    except (KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as err:  # torch.load raises many kinds (EOFError, RuntimeError, UnpicklingError, ...)
-        raise CheckpointError(f"{file} is not a readable hardneg checkpoint ({_reason(err)})") from None
+    state = load_tensors(file)
     if not isinstance(state, dict) or not isinstance(state.get("state_dict"), dict):
         raise CheckpointError(f"{file} is not a readable hardneg checkpoint (it holds no 'state_dict')")
     return state
@@ -159,3 +216,33 @@ def remove_partial_checkpoints(
         say(f"notice: removed {len(removed)} partial checkpoint file(s) left by an interrupted save "
             f"in '{folder}'")
     return removed
+
+
+# Keys a run may change between its checkpoints (--resume allows them): not part of its identity.
+_IDENTITY_FREE = ("train.progress", "train.threads", "out_dir", "eval")
+
+
+def config_digest(cfg: Any) -> str:
+    """sha256 of a run's config without the keys ``--resume`` may change (``eval.*``, ``out_dir``,
+    ``train.threads``, ``train.progress``): the identity of the run that a checkpoint records."""
+    from hardneg.pipeline.config import flat_config
+
+    kept = {k: v for k, v in flat_config(cfg).items()
+            if k not in _IDENTITY_FREE and k.split(".")[0] not in _IDENTITY_FREE}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def checkpoint_run_digest(state: dict[str, Any]) -> str | None:
+    """The config digest a checkpoint records (``None``: saved before hardneg recorded one)."""
+    found = state.get("callbacks", {}).get("RunIdentity")
+    digest = found.get("config_sha256") if isinstance(found, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
+def checkpoint_epochs(state: dict[str, Any]) -> int:
+    """How many epochs a checkpoint's weights finished (a mid-epoch ``interrupted.ckpt``: the
+    epochs before the one it interrupted)."""
+    history = state.get("hardneg_history")
+    if isinstance(history, list):
+        return len(history)
+    return int(state.get("epoch", -1)) + 1

@@ -18,7 +18,8 @@ from typing import Any, Literal
 import lightning as L
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
-__all__ = ["QUIET_WARNINGS", "InterruptCheckpoint", "build_trainer", "quiet_lightning", "show_progress"]
+__all__ = ["QUIET_WARNINGS", "EpochCheckpoint", "InterruptCheckpoint", "build_trainer", "quiet_lightning",
+           "show_progress"]
 
 # Lightning's messages that say nothing to a hardneg user (no checkpoint warning is among them:
 # the resume notices say what is loaded; "exists and is not empty" fires on every --resume).
@@ -66,6 +67,47 @@ class InterruptCheckpoint(Callback):
             trainer.save_checkpoint(self.ckpt_path)
         except OSError as err:
             print(f"notice: could not save {self.ckpt_path}: {err.strerror or err}", file=sys.stderr)
+
+
+class EpochCheckpoint(ModelCheckpoint):
+    """``ModelCheckpoint`` of ``last.ckpt`` and ``epochNNN.ckpt`` that follows a moved run folder.
+
+    A checkpoint records the absolute folder it was saved in. Resumed in a copied or moved run
+    folder, Lightning's ``ModelCheckpoint`` warns that "the dirpath has changed" and keeps the old
+    folder's paths, so the copy's previous ``epochNNN.ckpt`` is never replaced; here the recorded
+    paths are moved to the current folder (same file names) and one notice says so. The state is
+    stored under Lightning's ``ModelCheckpoint`` key, so checkpoints of either class load.
+    """
+
+    @property
+    def state_key(self) -> str:
+        key = super().state_key
+        return "ModelCheckpoint" + key[len(type(self).__qualname__):]
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        old = state_dict.get("dirpath")
+        if old is not None and self.dirpath is not None and str(old) != str(self.dirpath):
+            state_dict = _moved(state_dict, str(old), str(self.dirpath))
+            print(f"notice: the run folder was moved or copied (its checkpoints were saved in '{old}'); "
+                  f"continuing in '{self.dirpath}'", file=sys.stderr)
+        super().load_state_dict(state_dict)
+
+
+def _moved(state: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """``ModelCheckpoint`` state with the paths under ``old`` moved to ``new`` (other paths dropped)."""
+
+    def move(path: Any) -> Any:
+        if not isinstance(path, str) or not path:
+            return path
+        return str(Path(new) / Path(path).name) if Path(path).parent == Path(old) else ""
+
+    out = dict(state, dirpath=new)
+    for key in ("best_model_path", "kth_best_model_path", "last_model_path"):
+        if key in out:
+            out[key] = move(out[key])
+    if isinstance(out.get("best_k_models"), dict):
+        out["best_k_models"] = {move(k): v for k, v in out["best_k_models"].items() if move(k)}
+    return out
 
 
 def _no_slurm_requeue() -> list[Any]:
@@ -148,7 +190,7 @@ def build_trainer(
         except ModuleNotFoundError:  # pragma: no cover - tensorboard is a toolkit dependency
             print("notice: tensorboard is not installed; logging CSV only", file=sys.stderr)
     all_callbacks: list[Callback] = [
-        ModelCheckpoint(dirpath=str(ckpt_dir), filename="epoch{epoch:03d}", auto_insert_metric_name=False,
+        EpochCheckpoint(dirpath=str(ckpt_dir), filename="epoch{epoch:03d}", auto_insert_metric_name=False,
                         every_n_epochs=1, save_top_k=1, save_last=True, save_on_train_epoch_end=True),
         InterruptCheckpoint(dirpath=ckpt_dir),
         *(callbacks or []),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -20,14 +21,18 @@ import lightning as L
 import torch
 
 from hardneg._io import atomic_write_text
+from hardneg._signals import STOP_SIGNALS, interrupt_signals
 from hardneg.data.images import LabeledImages
 from hardneg.data.vectors import Split, split_inputs
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
 from hardneg.pipeline.build import build_module
-from hardneg.pipeline.callbacks import OnlineKNN, PhaseTimer
+from hardneg.pipeline.callbacks import OnlineKNN, PhaseTimer, RunIdentity
 from hardneg.pipeline.checkpoints import (
     CheckpointError,
+    checkpoint_epochs,
+    checkpoint_run_digest,
+    config_digest,
     newest_intact_checkpoint,
     read_checkpoint,
     remove_partial_checkpoints,
@@ -49,11 +54,16 @@ from hardneg.pipeline.run_folder import (
     write_features,
     write_outputs,
 )
+from hardneg.pipeline.trainer_options import check_training_steps
 
 __all__ = [
+    "STOP_SIGNALS",
     "RunExists",
     "RunResult",
+    "TrainingStopped",
+    "check_senteval_run",
     "evaluate_run",
+    "interrupt_signals",
     "load_data",
     "thread_limits",
     "timing_lines",
@@ -93,6 +103,14 @@ def thread_limits(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+class TrainingStopped(KeyboardInterrupt):
+    """Training stopped by a signal (``signum``: SIGINT, SIGTERM or SIGHUP); the run is resumable."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+
+
 def train_run(
     cfg: RunConfig,
     run_dir: str | Path | None = None,
@@ -105,19 +123,27 @@ def train_run(
 
     With ``resume=True`` the run continues from ``checkpoints/last.ckpt`` (the last finished
     epoch) and ends with the same metrics as an uninterrupted run of the same config on CPU.
+
+    Raises:
+        TrainingStopped: SIGINT, SIGTERM or SIGHUP during training (``interrupted.ckpt`` is saved,
+            the run continues with ``resume=True``).
+        ConfigError: settings that give no training step (``trainer.limit_train_batches=0``).
     """
     run = run_dir_for(cfg, run_dir)
     check_memory(cfg, get_modality(cfg.data.dataset))  # refuse what cannot fit, before any allocation
     if _is_child_process():  # a DDP worker: rank 0 holds the folder's lock and set it up
         with thread_limits(cfg.train.threads):
             return _train_run(cfg, run, resume=resume, quiet=quiet)
-    with run_lock(run):  # one writer per run folder, taken before anything is written or deleted
-        cfg = prepare_run_dir(cfg, run, resume=resume, force=force)
+    with run_lock(run) as lock:  # one writer per run folder, taken before anything is written or deleted
+        cfg = prepare_run_dir(cfg, run, resume=resume, force=force, lock=lock)
         text = dump_yaml(cfg)
         atomic_write_text(run / "config.yaml", text)
-        atomic_write_text(run / PROVENANCE_FILE, json.dumps(provenance(text), indent=2))
+        atomic_write_text(run / PROVENANCE_FILE, json.dumps(provenance(text, cfg), indent=2))
         with thread_limits(cfg.train.threads):
-            return _train_run(cfg, run, resume=resume, quiet=quiet)
+            result = _train_run(cfg, run, resume=resume, quiet=quiet)
+        # again once it ran: the code it ran is every hardneg module loaded by now
+        atomic_write_text(run / PROVENANCE_FILE, json.dumps(provenance(text, cfg), indent=2))
+        return result
 
 
 def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunResult | None:
@@ -141,6 +167,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         module, callbacks = build_module(cfg, train)
     timer = PhaseTimer()
     callbacks.append(timer)
+    callbacks.append(RunIdentity(config_digest(cfg)))
     online: OnlineKNN | None = None
     if cfg.eval.every_n_epochs > 0:
         online = OnlineKNN(
@@ -163,6 +190,8 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         drop_last=t.drop_last,
         num_workers=t.num_workers,
     )
+    check_training_steps(dict(cfg.trainer), batches_per_epoch=len(datamodule.train_dataloader()),
+                         epochs=t.epochs)
     trainer = build_trainer(
         run_dir=run,
         epochs=t.epochs,
@@ -188,14 +217,9 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     if resume and not child and (had_any or not quiet):  # a group's brand-new run: no notice
         print(_resume_notice(folder, found), file=sys.stderr)
     t_setup = time.perf_counter() - t_start
-    with stage("training", cfg, ["train.batch_size", "model"]):
-        trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
+    _fit(trainer, module, datamodule, ckpt, run, cfg)
     if not trainer.is_global_zero:
         return None
-    if trainer.interrupted:
-        raise KeyboardInterrupt(
-            f"training interrupted; continue with --resume (checkpoints in '{run}/checkpoints')"
-        )
     timing = {"setup": t_setup, "data_load": t_data, "fit": timer.fit_seconds, "steps": float(timer.steps)}
     for source in (module.timings, timer.timings):
         timing.update({k: float(v) for k, v in source.items()})
@@ -206,6 +230,32 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     result.timing["total"] = time.perf_counter() - t_start
     write_outputs(cfg, result)
     return result
+
+
+def _fit(trainer: L.Trainer, module: ContrastiveModule, datamodule: ContrastiveDataModule,
+         ckpt: Path | None, run: Path, cfg: RunConfig) -> None:
+    """``trainer.fit``; a stop signal (or Lightning's exit after one) becomes :class:`TrainingStopped`."""
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    stopped: int | None = None
+    with interrupt_signals() as received:
+        try:
+            with stage("training", cfg, ["train.batch_size", "model"]):
+                trainer.fit(module, datamodule=datamodule, ckpt_path=str(ckpt) if ckpt else None)
+        except SIGTERMException:  # Lightning's own SIGTERM handling (ours was not installed)
+            stopped = signal.SIGTERM
+        except KeyboardInterrupt:
+            stopped = received[-1] if received else signal.SIGINT
+        except SystemExit as err:  # Lightning exits with 1 after a KeyboardInterrupt
+            if err.code in (0, None) and not received:
+                raise
+            stopped = received[-1] if received else signal.SIGINT
+    if stopped is None and trainer.interrupted:
+        stopped = received[-1] if received else signal.SIGINT
+    if stopped is not None:
+        name = signal.Signals(stopped).name
+        message = f"training stopped by {name}; continue with --resume (checkpoints in '{run}/checkpoints')"
+        raise TrainingStopped(message, stopped) from None
 
 
 def _evaluate_and_write(
@@ -296,15 +346,31 @@ def evaluate_run(
 ) -> RunResult:
     """Re-evaluate a saved run from its checkpoint and config.
 
-    ``overrides`` changes evaluation settings of the saved config (dotted ``eval.*`` keys, e.g.
-    ``{"eval.senteval": "path/to/senteval", "eval.senteval_tasks": ["MR", "spam"]}``); such an
-    evaluation is another one than the run's own, so it is written *beside* the run's results —
-    appended to the ``evaluations`` list of ``metrics.json`` with its settings and checkpoint —
-    never over them. Without overrides the run's own evaluation is recomputed and rewritten.
+    Only the run's own final checkpoint, evaluated with the run's own settings, rewrites the
+    run's results (``metrics.json``, ``eval.csv``, ``summary.md``, figures). Every other
+    evaluation is written *beside* them — appended to the ``evaluations`` list of ``metrics.json``
+    with its checkpoint, the epochs it finished, its global step and whether it is this run's —
+    never over them:
+
+    - ``overrides`` of evaluation settings (dotted ``eval.*`` keys, e.g. ``{"eval.senteval":
+      "path/to/senteval", "eval.senteval_tasks": ["MR", "spam"]}``);
+    - a checkpoint of an earlier epoch of this run (an older ``epochNNN.ckpt``, a mid-epoch
+      ``interrupted.ckpt``, or the newest intact one when the final ones are damaged);
+    - a checkpoint of another run: each checkpoint records the digest of its run's config
+      (:func:`~hardneg.pipeline.checkpoints.config_digest`, which ignores the keys ``--resume``
+      may change); a different digest is another run even when its weights fit. A checkpoint
+      that records none (saved by an older hardneg) counts as this run's only inside the run's
+      own ``checkpoints/`` folder.
+
+    The final checkpoint is the one that finished as many epochs as ``metrics.json``'s history
+    holds (``train.epochs`` before the run wrote one). A run without ``metrics.json`` has not
+    finished: an evaluation other than its own final one is printed, not written.
 
     The default checkpoint is the run's newest intact one (``last.ckpt`` unless it is damaged;
-    see :func:`hardneg.pipeline.checkpoints.newest_intact_checkpoint`). A damaged or foreign
-    ``checkpoint`` raises :class:`~hardneg.pipeline.checkpoints.CheckpointError`. When it writes
+    see :func:`hardneg.pipeline.checkpoints.newest_intact_checkpoint`). A damaged checkpoint, or
+    one whose weights do not fit the run's model, raises
+    :class:`~hardneg.pipeline.checkpoints.CheckpointError`; so does ``eval.senteval`` on a run
+    that is not trained on sentences (a ``ValueError`` naming ``--senteval``). When it writes
     (``write`` or ``figures_on``) it holds the run folder's lock
     (:func:`~hardneg.pipeline.run_folder.run_lock`): a folder another process is writing raises
     :class:`~hardneg.pipeline.run_folder.RunLocked` naming that process.
@@ -317,6 +383,8 @@ def evaluate_run(
     outside = sorted(k for k in extra if not k.startswith("eval."))
     if outside:
         raise ValueError(f"overrides of a saved run may change eval.* keys only, got {outside}")
+    saved = load_config(cfg_path, extra)
+    _check_senteval(saved, extra, run)
     # Writing (metrics, figures, removing a killed save's temporary files) needs the folder's
     # lock, taken before anything is touched; a read-only evaluation removes nothing.
     writes = write or figures_on
@@ -331,22 +399,87 @@ def evaluate_run(
             if found is None:
                 raise FileNotFoundError(f"no intact checkpoint in '{run / 'checkpoints'}'")
             ckpt, state = found
-        cfg = load_config(cfg_path, {"eval.figures": bool(figures_on) and not extra, **extra})
+        other = _not_the_final_checkpoint(saved, run, ckpt, state)
+        own = not extra and other is None
+        cfg = load_config(cfg_path, {"eval.figures": bool(figures_on) and own, **extra})
         with thread_limits(cfg.train.threads):
-            result = _evaluate_saved(cfg, run, ckpt, state, write=write and not extra)
-        if write and extra:
-            _append_evaluation(run, extra, ckpt, result.eval)
+            result = _evaluate_saved(cfg, run, ckpt, state, write=write and own)
+        if write and not own:
+            _append_evaluation(run, extra, ckpt, state, result.eval, this_run=other != _FOREIGN, note=other)
         return result
 
 
-def _append_evaluation(run: Path, overrides: dict[str, Any], ckpt: Path, metrics: dict[str, float]) -> None:
-    """Add one evaluation with other settings to ``metrics.json``'s ``evaluations`` list (atomically)."""
+_FOREIGN = "a checkpoint of another run"
+
+
+def check_senteval_run(run_dir: str | Path) -> None:
+    """Raise ``ValueError`` naming ``--senteval`` when the run in ``run_dir`` is not trained on sentences."""
+    run = Path(run_dir)
+    if (run / "config.yaml").is_file():
+        _check_senteval(load_config(run / "config.yaml"), {"eval.senteval": True}, run)
+
+
+def _check_senteval(cfg: RunConfig, overrides: dict[str, Any], run: Path) -> None:
+    """``--senteval`` (``eval.senteval``) evaluates sentence encoders only."""
+    if overrides.get("eval.senteval") is None:
+        return
+    modality = get_modality(cfg.data.dataset)
+    if modality.name != "sentences":
+        raise ValueError(
+            f"--senteval (eval.senteval) evaluates runs trained on sentences; the run '{run}' was trained "
+            f"on data set '{cfg.data.dataset}' ({modality.name})"
+        )
+
+
+def _not_the_final_checkpoint(cfg: RunConfig, run: Path, ckpt: Path, state: dict[str, Any]) -> str | None:
+    """``None`` for the run's own final checkpoint, else what the checkpoint is (for the notice)."""
+    digest = checkpoint_run_digest(state)
+    if digest is None:  # saved before checkpoints recorded their run: the run's own folder decides
+        ours = ckpt.resolve().parent == (run / "checkpoints").resolve()
+    else:
+        ours = digest == config_digest(cfg)
+    if not ours:
+        return _FOREIGN
     path = run / "metrics.json"
-    data = json.loads(path.read_text()) if path.is_file() else {}
-    data.setdefault("evaluations", []).append(
-        {"overrides": overrides, "checkpoint": str(ckpt), "eval": metrics}
-    )
+    history = _read_json(path).get("history") if path.is_file() else None
+    final = len(history) if isinstance(history, list) and history else cfg.train.epochs
+    done = checkpoint_epochs(state)
+    if done == final:
+        return None
+    return f"epoch {done} of {final} of this run, not its final checkpoint"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _append_evaluation(run: Path, overrides: dict[str, Any], ckpt: Path, state: dict[str, Any],
+                       metrics: dict[str, float], *, this_run: bool, note: str | None) -> None:
+    """Add one evaluation to ``metrics.json``'s ``evaluations`` list (atomically), beside the run's
+    own results; a run that has not finished (no ``metrics.json``) gets nothing written."""
+    path = run / "metrics.json"
+    what = f"{ckpt} is {note}" if note else f"an evaluation with {sorted(overrides)}"
+    if not path.is_file():
+        print(f"notice: {what}; the run has not finished (no metrics.json), so the results are printed, "
+              "not written", file=sys.stderr)
+        return
+    data = _read_json(path)
+    data.setdefault("evaluations", []).append({
+        "overrides": overrides,
+        "checkpoint": str(ckpt),
+        "epochs": checkpoint_epochs(state),
+        "global_step": int(state.get("global_step", 0)),
+        "this_run": this_run,
+        "eval": metrics,
+    })
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True))
+    if note:
+        print(f"notice: {what}: its results are added to {path} under 'evaluations'; the run's own "
+              "results are unchanged", file=sys.stderr)
 
 
 def _resume_notice(folder: Path, found: tuple[Path, dict[str, Any]] | None) -> str:
@@ -383,12 +516,14 @@ def _evaluate_saved(
     for key, value in state.get("callbacks", {}).items():
         if key.startswith("OnlineKNN") and isinstance(value, dict):
             online = value.get("curve", [])
-    previous: dict[str, Any] = {}
-    if (run / "metrics.json").is_file():
-        previous = json.loads((run / "metrics.json").read_text())
+    previous = _read_json(run / "metrics.json") if (run / "metrics.json").is_file() else {}
     result = _evaluate_and_write(
         cfg, run, module, train, test, timing=dict(previous.get("timing", {})), online=online
     )
     if write:
         write_outputs(cfg, result)
+        if previous.get("evaluations"):  # the evaluations beside the run's results stay
+            data = _read_json(run / "metrics.json")
+            data["evaluations"] = previous["evaluations"]
+            atomic_write_text(run / "metrics.json", json.dumps(data, indent=2, sort_keys=True))
     return result

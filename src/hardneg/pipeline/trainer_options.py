@@ -15,7 +15,7 @@ from typing import Any
 
 from hardneg.config.errors import ConfigError
 
-__all__ = ["OWNED", "check_trainer_options"]
+__all__ = ["OWNED", "check_trainer_options", "check_training_steps"]
 
 OWNED: dict[str, str] = {
     "max_epochs": "train.epochs",
@@ -60,3 +60,31 @@ def check_trainer_options(options: Mapping[str, Any]) -> None:
         if key not in valid:
             allowed = sorted(k for k in valid if k not in OWNED)
             raise ConfigError(f"unknown key 'trainer.{key}': lightning.Trainer takes {allowed}")
+
+
+def check_training_steps(options: Mapping[str, Any], *, batches_per_epoch: int, epochs: int) -> None:
+    """Raise :class:`ConfigError` when the settings give no training step at all, naming the key.
+
+    ``batches_per_epoch`` is the loader's length (``train.batch_size`` and ``data.*`` decide it);
+    ``trainer.limit_train_batches`` (a count, or a fraction of the batches rounded down) and
+    ``trainer.max_steps`` can each bring it to zero. A run of zero steps would evaluate its
+    untrained encoder and report the configured number of epochs.
+    """
+    if epochs > 0 and batches_per_epoch <= 0:
+        raise ConfigError(
+            "invalid key 'train.batch_size': the training set gives 0 batches per epoch "
+            "(batch size larger than the training set, with train.drop_last); nothing would be trained"
+        )
+    limit = options.get("limit_train_batches")
+    if limit is not None and not isinstance(limit, bool) and isinstance(limit, int | float):
+        whole = isinstance(limit, int) or float(limit) > 1.0  # a count; else a fraction of the batches
+        batches = int(limit) if whole else int(batches_per_epoch * limit)
+        if min(batches, batches_per_epoch) <= 0:
+            raise ConfigError(
+                f"invalid key 'trainer.limit_train_batches': it must leave at least one training batch "
+                f"per epoch (the loader has {batches_per_epoch}), got {limit!r}"
+            )
+    steps = options.get("max_steps")
+    if steps is not None and not isinstance(steps, bool) and isinstance(steps, int) and steps == 0:
+        raise ConfigError("invalid key 'trainer.max_steps': 0 trains nothing; use -1 (no limit) or a "
+                          "positive number of optimiser steps, got 0")
