@@ -17,7 +17,7 @@ import torch
 from hardneg.pipeline import experiment
 from hardneg.pipeline.config import load_config
 from hardneg.pipeline.experiment import evaluate_run, train_run
-from hardneg.pipeline.run_folder import RunLocked, run_lock
+from hardneg.pipeline.run_folder import NotOurs, RunLocked, run_lock
 from tests.pipeline.helpers import tiny
 
 ARGS = tiny("train.epochs=2", "eval.figures=false", "eval.knn=false", "eval.linear=false",
@@ -138,8 +138,9 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:
             with pytest.raises(RunLocked, match=rf"PID {os.getpid()}\b"):
                 train_run(cfg, run, quiet=True, **kwargs)
     assert sorted(p.name for p in run.iterdir()) == ["keep.txt"]  # --force deleted nothing
-    train_run(cfg, run, quiet=True, force=True)  # released: the folder is written again
-    assert (run / "metrics.json").is_file() and not (run / "keep.txt").exists()
+    with pytest.raises(NotOurs, match=r"keep\.txt"):  # released, but not a run folder hardneg made
+        train_run(cfg, run, quiet=True, force=True)
+    assert sorted(p.name for p in run.iterdir()) == ["keep.txt"]
 
 
 def test_evaluate_writes_only_under_the_lock(tmp_path: Path, reference: Path) -> None:

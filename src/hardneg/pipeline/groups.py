@@ -9,14 +9,17 @@ per seed under ``<root>/<label>/seed<k>`` (ordinary run folders):
   size, …), seeds ``sweep.seeds``.
 
 Every job's config is validated before anything is written (a bad strategy or grid point is a
-:class:`~hardneg.config.errors.ConfigError` naming it; duplicate seeds or labels too). The group
+:class:`~hardneg.config.errors.ConfigError` naming it; duplicate seeds or labels, an empty group,
+a label that is not one folder name, a grid over ``seed``: :func:`check_group`). The group
 writes ``results.csv`` (one row per run), ``table.csv`` / ``table.md`` (mean ± sample std over
 seeds, ddof = 1; one seed has no spread and the table says so), ``results.json``, ``summary.md``
 with the seed-paired differences of every arm to the first one, and figures (accuracy bars,
 cosine histograms, accuracy against β, kNN accuracy vs epochs, accuracy against each numeric
 swept key). With ``resume=True`` finished runs are reused when their recorded config equals the
 job's (otherwise they are trained again, and the report names the keys that changed) and
-unfinished ones continue from their checkpoints.
+unfinished ones continue from their checkpoints; this is decided in the calling process, and only
+the runs left to train go to workers. A group never passes ``force`` to a run: ``force`` empties
+the group folder, and only one hardneg made (:func:`~hardneg.pipeline.run_folder.clear_folder`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import math
 import sys
 import time
+import unicodedata
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,18 +41,22 @@ import numpy as np
 from hardneg._io import atomic_write_text
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
-from hardneg.pipeline.config import ConfigError, RunConfig, dump_yaml, with_overrides
+from hardneg.pipeline.config import ConfigError, RunConfig, dump_yaml, flat_config, with_overrides
 from hardneg.pipeline.experiment import train_run
-from hardneg.pipeline.resources import check_memory
+from hardneg.pipeline.resources import check_group_memory
 from hardneg.pipeline.run_folder import (
+    GROUP_MARKER,
+    FolderLock,
     RunExists,
     RunResult,
     changed_keys,
+    clear_folder,
     csv_text,
     load_result,
     run_dir_for,
     run_lock,
     timing_lines,
+    write_marker,
 )
 from hardneg.pipeline.workers import Interrupted
 
@@ -58,6 +66,7 @@ __all__ = [
     "GroupInterrupted",
     "aggregate",
     "beta_series",
+    "check_group",
     "compare_arms",
     "format_table",
     "grid_points",
@@ -153,26 +162,32 @@ def sum_timing(results: list[RunResult]) -> dict[str, float]:
     return dict(total)
 
 
-def _job(cfg: RunConfig, run_dir: Path, resume: bool, force: bool) -> tuple[RunResult | None, str]:
-    """One run of a group (module level: picklable for worker processes).
+def _job(cfg: RunConfig, run_dir: Path, resume: bool) -> tuple[RunResult | None, str]:
+    """Train one run of a group (module level: picklable for worker processes).
 
-    With ``resume``, a finished run is reused only when its recorded config equals ``cfg``; a run
-    whose config changed (a key, the budget, an evaluation setting) is trained again from scratch
-    and the report says which keys changed — never a stale number.
+    Never with ``force``: the group decided in its own process (:func:`run_many`) which runs are
+    reused and emptied the stale ones it made; with ``resume`` an unfinished run continues.
     """
     t0 = time.perf_counter()
-    if resume:
-        changed = changed_keys(run_dir, cfg)
-        if changed:
-            result = train_run(cfg, run_dir, force=True, quiet=True)
-            more = f" and {len(changed) - 2} more" if len(changed) > 2 else ""
-            note = f"retrained, config changed: {'; '.join(changed[:2])}{more}"
-            return result, f"{_seconds(result, t0)}, {note}"
-        done = load_result(run_dir)
-        if done is not None:
-            return done, "reused"
-    result = train_run(cfg, run_dir, resume=resume, force=force or not resume, quiet=True)
+    result = train_run(cfg, run_dir, resume=resume, quiet=True)
     return result, _seconds(result, t0)
+
+
+def _settle(cfg: RunConfig, run_dir: Path) -> tuple[RunResult | None, str]:
+    """With ``--resume``, in the group's process: ``(result, "reused")`` for a finished run whose
+    recorded config and code equal ``cfg``'s (:func:`~hardneg.pipeline.run_folder.changed_keys`);
+    a run whose config changed is emptied (only a run folder hardneg made:
+    :func:`~hardneg.pipeline.run_folder.clear_folder`) and ``(None, why)`` says which keys changed
+    — never a stale number; ``(None, "")`` for a run still to train or to continue.
+    """
+    changed = changed_keys(run_dir, cfg)
+    if changed:
+        with run_lock(run_dir) as lock:
+            clear_folder(lock, "run")
+        more = f" and {len(changed) - 2} more" if len(changed) > 2 else ""
+        return None, f"retrained, config changed: {'; '.join(changed[:2])}{more}"
+    done = load_result(run_dir)
+    return (done, "reused") if done is not None else (None, "")
 
 
 def _seconds(result: RunResult | None, t0: float) -> str:
@@ -206,20 +221,22 @@ def run_many(
     jobs: list[tuple[str, int, RunConfig, Path]],
     *,
     resume: bool,
-    force: bool,
     quiet: bool,
     echo: Callable[[str], None],
     workers: int = 1,
 ) -> dict[str, list[RunResult]]:
     """Train (or reuse, with ``resume``) every ``(label, seed, config, run_dir)`` job.
 
-    ``workers > 1`` runs jobs in that many supervised processes
+    Which runs are finished and reusable is decided here, in this process (:func:`_settle`):
+    only the others are trained, and a group with nothing to train starts no worker process.
+    ``workers > 1`` trains them in that many supervised processes
     (:func:`~hardneg.pipeline.workers.run_supervised`: they die with this one and stop on
     Ctrl-C); each run is independent and seeded by its own config, so the results do not depend
     on ``workers``; they are collected in job order.
 
     Raises:
-        Interrupted: on Ctrl-C / SIGTERM, with the finished jobs' results.
+        Interrupted: on Ctrl-C / SIGTERM, with the results of every job finished on disk (a run a
+            worker finished just before the interrupt included).
     """
     from hardneg.pipeline.workers import run_supervised
 
@@ -234,14 +251,46 @@ def run_many(
         )
         echo(f"[{i + 1}/{len(jobs)}] {label} seed {seed}: {acc} ({res[1]})")
 
-    results = run_supervised(
-        _job,
-        [(cfg, run_dir, resume, force) for _, _, cfg, run_dir in jobs],
-        workers=workers,
-        init=_worker_init,
-        on_result=report,
-    )
+    results: list[tuple[RunResult | None, str] | None] = [None] * len(jobs)
+    notes = [""] * len(jobs)
+    for i, (_, _, cfg, run_dir) in enumerate(jobs):
+        if resume:
+            done, notes[i] = _settle(cfg, run_dir)
+            if done is not None:
+                results[i] = reused = (done, notes[i])
+                report(i, reused)
+    todo = [i for i, res in enumerate(results) if res is None]
+
+    def trained(k: int, res: tuple[RunResult | None, str]) -> None:
+        i = todo[k]
+        results[i] = done = (res[0], f"{res[1]}, {notes[i]}" if notes[i] else res[1])
+        report(i, done)
+
+    if todo:
+        try:
+            run_supervised(
+                _job,
+                [(jobs[i][2], jobs[i][3], resume) for i in todo],
+                workers=workers,
+                init=_worker_init,
+                on_result=trained,
+            )
+        except Interrupted:
+            raise Interrupted(_finished_on_disk(jobs, results)) from None
     return _collect(jobs, results)
+
+
+def _finished_on_disk(
+    jobs: list[tuple[str, int, RunConfig, Path]], results: list[tuple[RunResult | None, str] | None]
+) -> list[tuple[RunResult | None, str] | None]:
+    """``results`` with the runs complete on disk added (``metrics.json`` of the job's config): a
+    worker may finish a run just before an interrupt stops it from answering."""
+    out = list(results)
+    for i, (_, _, cfg, run_dir) in enumerate(jobs):
+        if out[i] is None and not changed_keys(run_dir, cfg):
+            done = load_result(run_dir)
+            out[i] = (done, "finished before the interrupt") if done is not None else None
+    return out
 
 
 def _collect(
@@ -254,16 +303,38 @@ def _collect(
     return dict(runs)
 
 
-def prepare_root(root: Path, cfg: RunConfig, *, resume: bool, force: bool, kind: str = "compare") -> None:
-    """Create the group folder (refusing a used one without ``resume`` / ``force``) and its config."""
-    marker = root / f"{kind}.yaml"
-    if root.exists() and any(root.iterdir()) and not resume and not force:
-        raise RunExists(
-            f"folder '{root}' already holds results; pass --resume to reuse finished runs, "
-            f"--force to overwrite, or --out DIR for another folder"
-        )
+def prepare_root(
+    root: Path,
+    cfg: RunConfig,
+    *,
+    resume: bool,
+    force: bool,
+    kind: str = "compare",
+    lock: FolderLock | None = None,
+) -> None:
+    """Create the group folder, marked as hardneg's (:data:`~hardneg.pipeline.run_folder.GROUP_MARKER`),
+    and its config ``<kind>.yaml``.
+
+    A used folder is refused without ``resume`` / ``force``; ``force`` (without ``resume``) empties
+    it only when it is a group folder hardneg made that nobody else writes
+    (:func:`~hardneg.pipeline.run_folder.clear_folder`, under ``lock``, the caller's
+    :func:`~hardneg.pipeline.run_folder.run_lock` of ``root``; taken here when not given).
+    """
+    if root.exists() and any(root.iterdir()) and not resume:
+        if not force:
+            raise RunExists(
+                f"folder '{root}' already holds results; pass --resume to reuse finished runs, "
+                f"--force to overwrite, or --out DIR for another folder"
+            )
+        if lock is None:
+            with run_lock(root) as own:
+                clear_folder(own, "group")
+        else:
+            clear_folder(lock, "group")
     root.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(marker, dump_yaml(cfg))
+    if not (root / GROUP_MARKER).is_file():
+        write_marker(root, kind)
+    atomic_write_text(root / f"{kind}.yaml", dump_yaml(cfg))
 
 
 @dataclass(frozen=True)
@@ -290,19 +361,134 @@ def point_label(point: dict[str, Any]) -> str:
     return ",".join(f"{k.split('.')[-1]}={v}" for k, v in point.items()).replace("/", "_") or "base"
 
 
+# The keys a group sets in each of its runs (seed from <kind>.seeds, name <label>-seed<k>, figures
+# of the first seed only): a strategy or grid point may not set them, they would be overridden.
+GROUP_KEYS = {
+    "seed": "every run's seed comes from {kind}.seeds: list the seeds there",
+    "name": "every run is named <label>-seed<k> by the group",
+    "eval.figures": "the group draws the figures of each arm's first seed: set eval.figures for the "
+                    "whole group, outside {where}",
+}
+
+
 def compare_arms(cfg: RunConfig) -> list[Arm]:
-    """The arms of ``compare.strategies``."""
+    """The arms of ``compare.strategies`` (checked by :func:`check_group`)."""
+    check_group(cfg, "compare")
     return [Arm(s.name, dict(s.overrides), {"strategy": s.name}) for s in cfg.compare.strategies]
 
 
 def sweep_arms(cfg: RunConfig) -> list[Arm]:
-    """The arms of ``sweep.grid`` (one per grid point)."""
-    for key, values in cfg.sweep.grid.items():
+    """The arms of ``sweep.grid``, one per grid point (checked by :func:`check_group`)."""
+    check_group(cfg, "sweep")
+    return [Arm(point_label(p), dict(p), dict(p)) for p in grid_points(cfg.sweep.grid)]
+
+
+def check_group(cfg: RunConfig, kind: str) -> None:
+    """A group means what it says, or :class:`ConfigError` naming the key and the value:
+
+    - it is not empty (``compare.strategies=[]``, ``sweep.grid={}`` or a key with no values);
+    - no strategy or grid key sets what the group sets in each run (:data:`GROUP_KEYS`: ``seed``,
+      ``name``, ``eval.figures``) nor a ``compare.*`` / ``sweep.*`` setting: a grid over seeds is
+      ``sweep.seeds``;
+    - every strategy name and grid-point label is one folder name (not empty, ``.`` or ``..``, no
+      ``/``, ``\\`` or NUL, at most 255 bytes), distinct from the others after Unicode (NFC) and case
+      normalisation (one folder on a case-insensitive file system);
+    - no two strategies, and no two values of a grid key (``[1, 1.0]``), give the same run once
+      validated.
+    """
+    if kind == "compare":
+        strategies = cfg.compare.strategies
+        if not strategies:
+            raise ConfigError(
+                "invalid value for 'compare.strategies': must name at least one strategy, got []"
+            )
+        for i, strategy in enumerate(strategies):
+            _check_keys(strategy.overrides, f"compare.strategies[{i}].overrides", kind)
+            _check_label(strategy.name, f"compare.strategies[{i}].name")
+        _distinct_labels([s.name for s in strategies], "compare.strategies")
+        runs = [_run_settings(cfg, dict(s.overrides), f"compare.strategies[{i}]")
+                for i, s in enumerate(strategies)]
+        for (i, a), (j, b) in itertools.combinations(enumerate(runs), 2):
+            if a == b:
+                raise ConfigError(
+                    f"invalid value for 'compare.strategies': {strategies[i].name!r} and "
+                    f"{strategies[j].name!r} give the same run (their overrides are equal once validated)"
+                )
+        return
+    grid = cfg.sweep.grid
+    if not grid:
+        raise ConfigError("invalid value for 'sweep.grid': must hold at least one key and its values, got {}")
+    _check_keys(grid, "sweep.grid", kind)
+    for key, values in grid.items():
         if not values:
             raise ConfigError(
                 f"invalid value for 'sweep.grid.{key}': must be a non-empty list, got {values!r}"
             )
-    return [Arm(point_label(p), dict(p), dict(p)) for p in grid_points(cfg.sweep.grid)]
+        runs = [_run_settings(cfg, {key: v}, f"sweep.grid.{key}={v!r}") for v in values]
+        for (i, a), (j, b) in itertools.combinations(enumerate(runs), 2):
+            if a == b:
+                raise ConfigError(
+                    f"invalid value for 'sweep.grid.{key}': {values[i]!r} and {values[j]!r} give the same "
+                    f"run (equal once validated), got {values!r}"
+                )
+    labels = [point_label(p) for p in grid_points(grid)]
+    for label in labels:
+        _check_label(label, f"sweep.grid point {label!r}")
+    _distinct_labels(labels, "sweep.grid")
+
+
+def _check_keys(overrides: dict[str, Any], where: str, kind: str) -> None:
+    for key, value in overrides.items():
+        for group_key, why in GROUP_KEYS.items():
+            nested = isinstance(value, dict) and group_key.startswith(f"{key}.") and (
+                group_key.removeprefix(f"{key}.") in value
+            )
+            if key == group_key or nested:
+                raise ConfigError(
+                    f"invalid key in '{where}': {group_key!r} is set by the group in each run "
+                    f"({why.format(kind=kind, where=where)}), got {key}={value!r}"
+                )
+        if key.split(".")[0] in ("compare", "sweep"):
+            raise ConfigError(
+                f"invalid key in '{where}': {key!r} is a setting of the group, not of its runs, "
+                f"got {key}={value!r}"
+            )
+
+
+def _check_label(label: str, where: str) -> None:
+    """A strategy name / grid-point label names one folder inside the group folder."""
+    bad = (
+        not label
+        or label in (".", "..")
+        or any(c in label for c in "/\\\0")
+        or len(label.encode("utf-8", "surrogatepass")) > 255
+    )
+    if bad:
+        raise ConfigError(
+            f"invalid value for '{where}': must be one folder name (not empty, '.' or '..', no '/', "
+            f"'\\' or NUL, at most 255 bytes), got {label!r}"
+        )
+
+
+def _distinct_labels(labels: list[str], where: str) -> None:
+    seen: dict[str, str] = {}
+    for label in labels:
+        key = unicodedata.normalize("NFC", label).casefold()
+        if key in seen:
+            raise ConfigError(
+                f"invalid value for '{where}': names must be distinct folder names, got {seen[key]!r} and "
+                f"{label!r} (one folder once case and Unicode form are ignored)"
+            )
+        seen[key] = label
+
+
+def _run_settings(cfg: RunConfig, overrides: dict[str, Any], where: str) -> dict[str, Any]:
+    """The settings of the run that ``overrides`` of ``cfg`` give (the group's sections aside)."""
+    try:
+        sub = with_overrides(cfg, overrides)
+    except ConfigError as err:
+        raise ConfigError(f"in {where}: {err}") from None
+    return {k: v for k, v in flat_config(sub).items() if k.split(".")[0] not in ("compare", "sweep")}
 
 
 def _unique(values: list[Any], key: str) -> None:
@@ -318,7 +504,7 @@ def _jobs(
 ) -> list[tuple[str, int, RunConfig, Path]]:
     """Every (arm, seed) job with its validated config; nothing is written before this succeeds."""
     _unique(list(seeds), f"{where}.seeds")
-    _unique([a.label for a in arms], f"{where} labels")
+    _distinct_labels([a.label for a in arms], "compare.strategies" if where == "compare" else "sweep.grid")
     jobs = []
     for i, arm in enumerate(arms):
         for n, seed in enumerate(seeds):
@@ -357,10 +543,10 @@ def run_group(
     arms = compare_arms(cfg) if kind == "compare" else sweep_arms(cfg)
     root = run_dir_for(cfg, out)
     jobs = _jobs(cfg, arms, list(group.seeds), root, kind)
-    for _, _, sub, _ in jobs:  # every run must fit before the first one starts
-        check_memory(sub, get_modality(sub.data.dataset))
-    with run_lock(root):  # one writer per group folder (each run also locks its own)
-        prepare_root(root, cfg, resume=resume, force=force, kind=kind)
+    # every run must fit before the first one starts, and `workers` of them at once
+    check_group_memory([sub for _, _, sub, _ in jobs], group.workers, f"{kind}.workers")
+    with run_lock(root) as lock:  # one writer per group folder (each run also locks its own)
+        prepare_root(root, cfg, resume=resume, force=force, kind=kind, lock=lock)
         if not quiet:
             echo(
                 f"{kind}: {len(arms)} {'strategies' if kind == 'compare' else 'grid points'} x "
@@ -368,7 +554,7 @@ def run_group(
             )
         partial: tuple[int, int] | None = None
         try:
-            runs = run_many(jobs, resume=resume, force=force, quiet=quiet, echo=echo, workers=group.workers)
+            runs = run_many(jobs, resume=resume, quiet=quiet, echo=echo, workers=group.workers)
         except Interrupted as stop:
             runs = _collect(jobs, stop.results)
             partial = (sum(r is not None for r in stop.results), len(jobs))

@@ -2,8 +2,9 @@
 
 A run folder holds::
 
+    .hardneg-run           the marker: made by hardneg (kind and version), what --force may delete
     config.yaml            the resolved config (what --resume and `hardneg evaluate` read)
-    provenance.json        hash of the config, package version and hash of the code that ran
+    provenance.json        hashes of the config, the code and data the run read; library versions
     metrics.json           per-epoch history, evaluation, online kNN curve, timing
     metrics.csv            per-epoch history (loss and loss diagnostics, β)
     eval.csv               evaluation metrics (linear / kNN / mean classifier / k-wise)
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hardneg._io import atomic_write_bytes, atomic_write_text
+from hardneg._io import PARTIAL_SUFFIX, atomic_write_bytes, atomic_write_text
 from hardneg.pipeline.config import (
     ConfigError,
     RunConfig,
@@ -44,22 +45,44 @@ from hardneg.pipeline.config import (
 )
 
 __all__ = [
+    "GROUP_MARKER",
+    "RUN_MARKER",
+    "FolderLock",
+    "NotOurs",
     "RunExists",
     "RunLocked",
     "RunResult",
     "changed_keys",
+    "clear_folder",
     "csv_text",
+    "is_marked",
     "load_result",
     "prepare_run_dir",
     "run_dir_for",
     "run_lock",
     "timing_lines",
+    "unknown_entries",
     "write_features",
+    "write_marker",
     "write_outputs",
 ]
 
 # Keys that may differ between the saved config and the one given with --resume.
 _RESUME_FREE = {"train.progress", "train.threads", "out_dir", "eval"}
+
+
+RUN_MARKER = ".hardneg-run"  # written in every run folder hardneg creates: {"kind": "run", "version": ...}
+GROUP_MARKER = ".hardneg-group"  # in every compare / sweep folder: {"kind": "compare" | "sweep", ...}
+# The entries hardneg writes in a run folder (see the module docstring) and in a group folder; a
+# folder holding anything else is not deleted by --force.
+RUN_ENTRIES = frozenset({
+    RUN_MARKER, "config.yaml", "provenance.json", "metrics.json", "metrics.csv", "eval.csv",
+    "features.npz", "summary.md", "vocab.json", "checkpoints", "logs", "figures",
+})
+GROUP_ENTRIES = frozenset({
+    GROUP_MARKER, "compare.yaml", "sweep.yaml", "results.csv", "table.csv", "table.md",
+    "results.json", "summary.md", "figures",
+})
 
 
 class RunExists(FileExistsError):
@@ -70,14 +93,84 @@ class RunLocked(RunExists):
     """Another live process is writing the run folder (it holds the folder's lock)."""
 
 
-@contextlib.contextmanager
-def run_lock(run_dir: str | Path) -> Iterator[None]:
-    """Hold the run folder's lock while writing it: one writer per folder.
+class NotOurs(RunExists):
+    """``--force`` was asked to delete a folder hardneg did not create (or one holding other files)."""
 
-    An OS file lock (``flock``) on ``.<name>.lock`` beside the folder (outside it, so that
-    ``--force`` can delete the folder while holding it), with the holder's PID written in it; the
-    OS releases it when the holder exits, however it dies. A second writer gets
-    :class:`RunLocked` naming the holder's PID, before it writes or deletes anything.
+
+_HELD: dict[Path, int] = {}  # the folders this process holds the write lock of (real path -> count)
+
+
+def _try_lock(fd: int, how: int) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _open_folder(folder: Path) -> int | None:
+    """A read-only descriptor of ``folder`` to ``flock``, or ``None`` when it cannot be read."""
+    try:
+        return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except PermissionError:  # an ancestor this user may not list: nobody deletes it through us
+        return None
+
+
+def _holder(fd: int) -> str:
+    return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+
+
+def _lock_file(real: Path) -> Path:
+    return real.parent / f".{real.name}.lock"
+
+
+@dataclass
+class FolderLock:
+    """The locks :func:`run_lock` holds on one folder: ``path`` as given, ``real`` its resolved path."""
+
+    path: Path
+    real: Path
+    _tree: int = field(repr=False)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the folder's tree lock exclusively: no other hardneg process writes inside it."""
+        import fcntl
+
+        if not _try_lock(self._tree, fcntl.LOCK_EX):
+            fcntl.flock(self._tree, fcntl.LOCK_SH)  # a failed conversion may have dropped the shared one
+            raise RunLocked(
+                f"folder '{self.path}' holds a run another hardneg process is writing; wait for it to "
+                "finish or stop it, or use --out DIR for another folder"
+            )
+        try:
+            yield
+        finally:
+            fcntl.flock(self._tree, fcntl.LOCK_SH)
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: str | Path) -> Iterator[FolderLock]:
+    """Hold the locks of a folder while writing it: one writer per folder, nothing deleted under a
+    writer.
+
+    Every lock is an OS file lock (``flock``), released by the OS when its holder exits however it
+    dies, and taken without waiting on the folder's resolved path (symlinks resolved: two ``--out``
+    naming one folder through a link share its locks):
+
+    - the **write lock**: exclusive, on ``.<name>.lock`` beside the folder (outside it), holding
+      the writer's PID; a second writer of the folder gets :class:`RunLocked` naming that PID;
+    - the **tree locks**: shared, on the folder itself and on each of its ancestors (their directory
+      descriptors: no file is created). Deleting a folder (:func:`clear_folder`, ``--force``)
+      converts its own to exclusive, which fails while any writer works at or below it, and
+      makes a writer starting below it fail; it also refuses while a writer of an ancestor (a
+      ``compare`` or ``sweep`` into a folder above) holds that ancestor's write lock.
+
+    The folder is created (and removed again on exit if it is still empty); the yielded
+    :class:`FolderLock` is what :func:`clear_folder` needs. Locks of a shared file system follow its
+    ``flock`` semantics; ancestors this user cannot list are not locked.
     """
     import fcntl
 
@@ -86,25 +179,200 @@ def run_lock(run_dir: str | Path) -> Iterator[None]:
         if folder.exists() and not folder.is_dir():
             what = "Not a directory (the output folder is a file)" if folder == run else "Not a directory"
             raise NotADirectoryError(20, what, str(folder))
-    try:
-        run.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(run.parent / f".{run.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as err:  # a read-only or full disk: name the run folder, not the lock file
-        raise OSError(err.errno, err.strerror, str(run)) from None
+    real = run.resolve()
+    if real.parent == real:
+        raise NotOurs(f"'{run}' is the root of the file system, not a folder hardneg may write into")
+    fds: list[int] = []
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            real.parent.mkdir(parents=True, exist_ok=True)
+            fds.append(os.open(_lock_file(real), os.O_RDWR | os.O_CREAT, 0o644))
+        except OSError as err:  # a read-only or full disk: name the run folder, not the lock file
+            raise OSError(err.errno, err.strerror, str(run)) from None
+        if not _try_lock(fds[0], fcntl.LOCK_EX):
             raise RunLocked(
-                f"run folder '{run}' is being written by another hardneg process (PID {holder}); "
+                f"run folder '{run}' is being written by another hardneg process (PID {_holder(fds[0])}); "
                 "wait for it to finish or stop it, or use --out DIR for another folder"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
+            )
+        os.ftruncate(fds[0], 0)
+        os.pwrite(fds[0], f"{os.getpid()}\n".encode(), 0)
+        for folder in reversed(real.parents):  # the root first
+            fd = _open_folder(folder)
+            if fd is None:
+                continue
+            fds.append(fd)
+            if not _try_lock(fd, fcntl.LOCK_SH):
+                raise RunLocked(
+                    f"folder '{folder}', which holds '{run}', is being deleted by another hardneg process "
+                    "(--force); try again when it is done"
+                )
+        created = not real.exists()
+        try:
+            real.mkdir(exist_ok=True)
+        except OSError as err:
+            raise OSError(err.errno, err.strerror, str(run)) from None
+        tree = os.open(real, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fds.append(tree)
+        fcntl.flock(tree, fcntl.LOCK_SH)  # only a writer of this folder (us) converts it
+        _HELD[real] = _HELD.get(real, 0) + 1
+        try:
+            yield FolderLock(run, real, tree)
+        finally:
+            _HELD[real] -= 1
+            if not _HELD[real]:
+                del _HELD[real]
+            if created and real.is_dir() and not any(real.iterdir()):
+                real.rmdir()  # nothing was written: leave no trace
     finally:
-        os.close(fd)  # releases the lock
+        for fd in reversed(fds):
+            os.close(fd)  # releases the locks
+
+
+def write_marker(folder: str | Path, kind: str) -> Path:
+    """Mark ``folder`` as made by hardneg: :data:`RUN_MARKER` (``kind="run"``) or
+    :data:`GROUP_MARKER` (``"compare"`` / ``"sweep"``), holding the kind and the package version."""
+    from hardneg import __version__
+
+    name = RUN_MARKER if kind == "run" else GROUP_MARKER
+    return atomic_write_text(Path(folder) / name, json.dumps({"kind": kind, "version": __version__}) + "\n")
+
+
+def _ours(entry: Path, known: frozenset[str]) -> bool:
+    """An entry hardneg writes: a known name that is not a link, or a temporary file of an atomic write."""
+    if entry.is_symlink():
+        return False
+    return entry.name in known or (entry.name.startswith(".") and entry.name.endswith(PARTIAL_SUFFIX))
+
+
+def is_marked(folder: str | Path, kind: str) -> bool:
+    """Whether ``folder`` is a ``kind`` (``"run"`` / ``"group"``) folder made by hardneg: it holds
+    the marker, or (made before markers, by hardneg 0.2.0 or earlier) a run's ``config.yaml`` and
+    ``provenance.json`` / a group's ``compare.yaml`` or ``sweep.yaml``."""
+    root = Path(folder)
+    if kind == "run":
+        legacy = all(_is_file(root / n) for n in ("config.yaml", "provenance.json"))
+        return _is_file(root / RUN_MARKER) or legacy
+    return any(_is_file(root / n) for n in (GROUP_MARKER, "compare.yaml", "sweep.yaml"))
+
+
+def _is_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+def unknown_entries(folder: str | Path, kind: str) -> list[str]:
+    """What stops ``--force`` from deleting ``folder`` as a ``kind`` (``"run"`` or ``"group"``)
+    folder: the entries hardneg does not write there (paths relative to ``folder``), or ``[]``.
+
+    A folder is hardneg's when it holds its marker (:data:`RUN_MARKER`, :data:`GROUP_MARKER`) or,
+    for folders made before markers (hardneg 0.2.0 and earlier), when it holds a run's
+    ``config.yaml`` and ``provenance.json`` (a group's ``compare.yaml`` or ``sweep.yaml``); in both
+    cases every entry must be one hardneg writes (:data:`RUN_ENTRIES`; a group holds
+    :data:`GROUP_ENTRIES` and ``<label>/seed<k>`` run folders with their lock files). A folder that
+    is not hardneg's reports all its entries.
+    """
+    root = Path(folder)
+    entries = sorted(root.iterdir())
+    if not is_marked(root, kind):
+        return [e.name for e in entries]
+    if kind == "run":
+        return [e.name for e in entries if not _ours(e, RUN_ENTRIES)]
+    unknown = []
+    for e in entries:
+        if _ours(e, GROUP_ENTRIES):
+            continue
+        if not e.is_dir() or e.is_symlink():
+            unknown.append(e.name)
+            continue
+        unknown += [f"{e.name}/{n}" for n in _unknown_in_label(e)]
+    return unknown
+
+
+def _unknown_in_label(label: Path) -> list[str]:
+    """What a group's label folder holds besides ``seed<k>`` run folders and their lock files."""
+    unknown = []
+    for member in sorted(label.iterdir()):
+        name = member.name
+        seed = name.removeprefix(".").removesuffix(".lock")
+        if not (seed.startswith("seed") and seed[4:].isdigit()) or member.is_symlink():
+            unknown.append(name)
+        elif name.startswith("."):
+            unknown += [] if name.endswith(".lock") and member.is_file() else [name]
+        elif not member.is_dir():
+            unknown.append(name)
+        else:
+            unknown += [f"{name}/{n}" for n in unknown_entries(member, "run")]
+    return unknown
+
+
+def _refuse_special(lock: FolderLock) -> None:
+    """``--force`` never deletes the file system root, the current folder, the home folder or a
+    folder holding one of them."""
+    real = lock.real
+    special = [("the current folder", Path.cwd().resolve())]
+    with contextlib.suppress(RuntimeError, KeyError):  # no home folder known
+        special.append(("the home folder", Path.home().resolve()))
+    why = "the root of the file system" if real.parent == real else None
+    for what, path in special:
+        if why is None and real == path:
+            why = what
+        elif why is None and real in path.parents:
+            why = f"a folder holding {what} ({path})"
+    if why is not None:
+        raise NotOurs(
+            f"--force refuses to delete '{lock.path}': it is {why}; use --out DIR for another folder"
+        )
+
+
+def _refuse_writer_above(lock: FolderLock) -> None:
+    """No other process holds the write lock of a folder holding this one (a group writing it)."""
+    import fcntl
+
+    for folder in lock.real.parents:
+        path = _lock_file(folder) if folder.parent != folder else None
+        if path is None or folder in _HELD or not path.is_file():
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            if not _try_lock(fd, fcntl.LOCK_SH):
+                raise RunLocked(
+                    f"--force refuses to delete '{lock.path}': it is inside '{folder}', which another "
+                    f"hardneg process is writing (PID {_holder(fd)}); wait for it to finish or stop it"
+                )
+        finally:
+            os.close(fd)
+
+
+def clear_folder(lock: FolderLock, kind: str) -> None:
+    """Empty the locked folder for ``--force``: only a ``kind`` (``"run"`` / ``"group"``) folder
+    hardneg made (:func:`unknown_entries` is empty), never the root, the current or the home folder
+    (:class:`NotOurs` naming the folder and what it holds), and only while no other hardneg process
+    writes at, below or above it (:class:`RunLocked`). The folder itself stays (its lock with it).
+    """
+    _refuse_special(lock)
+    with lock.exclusive():
+        _refuse_writer_above(lock)
+        unknown = unknown_entries(lock.real, kind)
+        if unknown:
+            shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
+            what = "run" if kind == "run" else "compare / sweep"
+            marker = RUN_MARKER if kind == "run" else GROUP_MARKER
+            why = (
+                f"it holds what a {what} folder made by hardneg does not ({shown})"
+                if is_marked(lock.real, kind)
+                else f"it is not a {what} folder made by hardneg (no {marker} marker) and holds {shown}"
+            )
+            raise NotOurs(
+                f"--force refuses to delete '{lock.path}': {why}; hardneg deletes only folders it "
+                "created: move them away or use --out DIR for another folder"
+            )
+        for entry in lock.real.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
 
 
 @dataclass
@@ -143,23 +411,34 @@ def _check_resume_config(saved: RunConfig, new: RunConfig) -> None:
 
 
 def changed_keys(run_dir: str | Path, cfg: RunConfig) -> list[str]:
-    """The keys in which ``cfg`` differs from the config a run folder recorded (``[]`` when the folder
-    has no config), and the code that changed since (version, source hash: see
-    :mod:`hardneg.pipeline.provenance`): what makes a finished run's metrics stale for ``cfg``.
+    """Why a run folder's results are not those of ``cfg`` run today: what makes them stale.
+
+    The keys in which ``cfg`` differs from the recorded ``config.yaml``, then the reasons of
+    :func:`~hardneg.pipeline.provenance.stale_provenance`: a missing ``config.yaml`` or
+    ``provenance.json``, a config whose text does not match its recorded hash, a changed hardneg
+    module the run imported, a changed ``imports:`` module or data file, another library version.
+    ``[]`` when all match, or when the folder holds no run at all (nothing to reuse).
 
     Every key counts (evaluation settings too) except ``train.progress``, ``out_dir`` and a
     ``train.threads`` left unset in ``cfg`` (the run recorded the one it resolved).
     """
-    from hardneg.pipeline.provenance import stale_provenance
+    from hardneg.pipeline.provenance import PROVENANCE_FILE, stale_provenance
 
-    saved_path = Path(run_dir) / "config.yaml"
-    if not saved_path.is_file():
+    run = Path(run_dir)
+    saved_path = run / "config.yaml"
+    if not any((run / name).exists() for name in ("config.yaml", PROVENANCE_FILE, "metrics.json")):
         return []
-    a, b = flat_config(load_config(saved_path)), flat_config(cfg)
-    free = {"train.progress", "out_dir"} | ({"train.threads"} if cfg.train.threads is None else set())
-    keys = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
-            if a.get(k) != b.get(k) and k not in free]
-    return keys + stale_provenance(run_dir)
+    keys: list[str] = []
+    if saved_path.is_file():
+        try:
+            a = flat_config(load_config(saved_path))
+        except (ConfigError, OSError, ValueError) as err:
+            return [f"config.yaml: unreadable ({err})"]
+        b = flat_config(cfg)
+        free = {"train.progress", "out_dir"} | ({"train.threads"} if cfg.train.threads is None else set())
+        keys = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
+                if a.get(k) != b.get(k) and k not in free]
+    return keys + stale_provenance(run, cfg)
 
 
 def _check_resume_threads(saved: RunConfig, new: RunConfig) -> None:
@@ -172,13 +451,18 @@ def _check_resume_threads(saved: RunConfig, new: RunConfig) -> None:
         )
 
 
-def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool) -> RunConfig:
+def prepare_run_dir(
+    cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool, lock: FolderLock | None = None
+) -> RunConfig:
     """Check and prepare ``run_dir``; returns the config the run uses.
 
     A new run records its thread count: ``train.threads`` left unset is resolved to the torch
-    default of this machine (CPU results depend on it). ``resume=True`` continues the saved
-    config (only ``train.progress``, ``out_dir`` and ``eval`` may differ); a different explicit
-    ``train.threads`` is refused (:class:`ConfigError`), an unset one takes the run's.
+    default of this machine (CPU results depend on it), and marks the folder as hardneg's
+    (:data:`RUN_MARKER`). ``resume=True`` continues the saved config (only ``train.progress``,
+    ``out_dir`` and ``eval`` may differ); a different explicit ``train.threads`` is refused
+    (:class:`ConfigError`), an unset one takes the run's. ``force=True`` empties a used folder only
+    when it is a run folder hardneg made and nobody else writes it (:func:`clear_folder`, under
+    ``lock``, the caller's :func:`run_lock` of ``run_dir``; taken here when not given).
     """
     saved_path = run_dir / "config.yaml"
     if run_dir.exists() and not run_dir.is_dir():
@@ -197,7 +481,13 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path, *, resume: bool, force: bool)
                 f"run folder '{run_dir}' already holds a run; pass --resume to continue it, "
                 f"--force to overwrite it, or --out DIR for another folder"
             )
-        shutil.rmtree(run_dir)
+        if lock is None:
+            with run_lock(run_dir) as own:
+                clear_folder(own, "run")
+        else:
+            clear_folder(lock, "run")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_marker(run_dir, "run")
     return _with_threads(cfg, cfg.train.threads)
 
 
