@@ -32,8 +32,12 @@ def optimal_k(
     ceil: bool = typer.Option(False, "--ceil", help="integer-copies (ceil) coefficient"),
 ) -> None:
     """Every K minimising Ash et al.'s Theorem 1 coefficient (N−1 and N tie exactly)."""
-    from hardneg.theory.ash import ash_coefficient, optimal_num_negatives
+    from hardneg.theory.ash import CEIL_MAX_CLASSES, ash_coefficient, optimal_num_negatives
 
+    if ceil and classes > CEIL_MAX_CLASSES:  # the integer-copies coefficient is searched K by K
+        _fail(ValueError(f"invalid value for '--classes': at most {CEIL_MAX_CLASSES} with --ceil, "
+                         f"got {classes}"))
+        return
     try:
         ks = optimal_num_negatives(classes, ceil=ceil)
     except ValueError as exc:

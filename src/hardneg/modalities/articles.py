@@ -89,12 +89,19 @@ def _corpus_key(d: ArticlesData) -> str:
     return "data.root" if d.root is not None else "data.text.source"
 
 
-def _corpus_file(d: ArticlesData) -> str:
-    """The file (or folder) the corpus is read from: ``data.root``, else the installed package's file."""
+def _corpus_path(d: ArticlesData) -> Path | None:
+    """The file (or folder) the corpus is read from: ``data.root``, else the installed package's
+    file (``None``: neither)."""
     from hardneg.data.text.nyt import find_nyt_editorials
     from hardneg.data.text.sources import wiki_dump
 
     found = d.root or (find_nyt_editorials() if d.text.source == "nyt" else wiki_dump(None))
+    return Path(found) if found is not None else None
+
+
+def _corpus_file(d: ArticlesData) -> str:
+    """:func:`_corpus_path` for messages (the key that chose it when there is none)."""
+    found = _corpus_path(d)
     return str(found) if found is not None else f"data.text.source={d.text.source!r}"
 
 
@@ -115,7 +122,8 @@ def _check_training_sentences(cfg: RunConfig, train: TokenSplit, *, full: TokenS
         name = train.classes[int(articles[0])] if articles.numel() else "none"
         raise ValueError(
             f"{_corpus_file(d)}: the training sentences are of 1 article ({name!r}); at least 2 articles "
-            "(classes) are needed: negatives come from other articles and the evaluation classifies articles"
+            "(classes) are needed, got 1 class: negatives come from other articles and the evaluation "
+            "classifies articles"
         )
     b = cfg.train.batch_size
     if cfg.train.drop_last and len(train) < b:
@@ -258,6 +266,11 @@ class Articles(Modality):
         train = splits.train.head(d.train_subset)
         _check_training_sentences(cfg, train, full=splits.train)
         return train, splits.test.head(d.test_subset)
+
+    def data_files(self, cfg: RunConfig) -> list[Path]:
+        """The corpus file or folder (``data.root``, else the installed package's file)."""
+        found = _corpus_path(cfg.data)  # type: ignore[arg-type]
+        return [found] if found is not None else []
 
     def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
         t: ArticlesText = cfg.data.text  # type: ignore[attr-defined]

@@ -146,6 +146,14 @@ class Modality:
     def save(self, train: Any, run_dir: Path) -> None:
         """Write what a run folder must keep to be understood later (default: nothing)."""
 
+    def data_files(self, cfg: RunConfig) -> list[Path]:
+        """The files and folders the data of ``cfg`` is read from: their digests go into the run's
+        ``provenance.json`` (:mod:`hardneg.pipeline.provenance`), so a group trains a run again
+        when one changed. Default: the data section's ``root`` and ``path`` keys that are set;
+        embedded data (generated or bundled with a library) reads none, its settings being keys."""
+        return [Path(str(value)).expanduser() for key in ("root", "path")
+                if (value := getattr(cfg.data, key, None)) is not None]
+
     # -- model and step --------------------------------------------------------------------------
     def views(self, cfg: RunConfig, train: Any) -> ViewMaker:
         """The view maker of the engine's two-view step (default: the inputs are the views)."""

@@ -30,6 +30,7 @@ A graph's positives are its own nodes, not a second view: a batch keeps the engi
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
@@ -152,7 +153,7 @@ def _check_graphs(cfg: RunConfig, data: GraphDataset) -> None:
         only = data.class_names[int(labels[0])]
         raise ValueError(
             f"{_graphs_source(cfg)}: every graph is of class {only!r}; the evaluation's readouts "
-            "(eval.svm / eval.logistic) need at least 2 classes"
+            "(eval.svm / eval.logistic) need at least 2 classes, got 1 class"
         )
     if cfg.eval.svm or cfg.eval.logistic:
         from hardneg.data.folds import nested_cv_problem
@@ -281,6 +282,16 @@ class Graphs(Modality):
         _check_graphs(cfg, data)
         # Cross-validation is the evaluation: every graph is in both "splits" (training never sees labels).
         return data, data
+
+    def data_files(self, cfg: RunConfig) -> list[Path]:
+        """``tu``: the folder ``data.root/data.name``; ``molecules``: the MoleculeACE folder;
+        the synthetic family: none."""
+        d: Any = cfg.data
+        if d.dataset == "tu" and d.root is not None and d.name is not None:
+            return [Path(d.root).expanduser() / d.name]
+        if d.dataset == "molecules":
+            return [Path(_molecule_folder(d))]
+        return []
 
     def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
         return GraphBatches(train)  # type: ignore[return-value]

@@ -11,6 +11,8 @@ linear / kNN / mean-classifier readouts.
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -120,6 +122,17 @@ class Images(Modality):
         _check_batch(cfg, train)
         return train, test
 
+    def data_files(self, cfg: RunConfig) -> list[Path]:
+        """``data.root``, or the system's Fashion-MNIST folder; none for ``digits`` and ``random``."""
+        d: Any = cfg.data
+        if d.dataset in ("digits", "random"):
+            return []
+        if d.root is None and d.dataset == "fashion_mnist":
+            from hardneg.data.idx import FASHION_MNIST_DEBIAN_DIR
+
+            return [FASHION_MNIST_DEBIAN_DIR]
+        return super().data_files(cfg)
+
     def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
         from hardneg.data.batches import BatchedImages
 
@@ -146,14 +159,23 @@ class Images(Modality):
 
         d: Any = cfg.data
         channels, side = _IMAGE_SIZES.get(d.dataset, (3, d.image_size or 32))
+        pixels = channels * side * side
+        terms = []
+        if d.dataset == "random":  # generated in memory: random_size images of random_shape
+            channels, pixels = d.random_shape[0], math.prod(d.random_shape)
+            terms.append(MemoryTerm(f"the {d.random_size} random images of shape {d.random_shape}",
+                                    d.random_size * pixels * FLOAT,
+                                    ("data.random_size", "data.random_shape")))
         with torch.device("meta"):
             encoder = configured_encoder(cfg.model, in_channels=channels)
         params = sum(p.numel() for p in encoder.parameters())
         keys = ["model.encoder", *(f"model.{k}" for k in ("width", "feature_dim", "hidden_dim")
                                    if getattr(cfg.model, k) is not None)]
-        views = 2 * cfg.train.batch_size * channels * side * side * FLOAT
-        return [training_state(params, cfg.train.optimizer, f"the {cfg.model.encoder} encoder", keys),
-                MemoryTerm("one batch of two image views", views, ("train.batch_size",))]
+        views = 2 * cfg.train.batch_size * pixels * FLOAT
+        view_keys = ("train.batch_size", *(("data.random_shape",) if d.dataset == "random" else ()))
+        return [*terms,
+                training_state(params, cfg.train.optimizer, f"the {cfg.model.encoder} encoder", keys),
+                MemoryTerm("one batch of two image views", views, view_keys)]
 
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         return configured_encoder(cfg.model, in_channels=int(train.images.shape[1]))

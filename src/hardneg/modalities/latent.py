@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Latent", "LatentConfig", "LatentData", "tuple_loss"]
 
+_FLOAT64 = 8  # bytes of the simulator's float64 arrays
+
 
 class LatentConfig(Section):
     """``data.latent`` — Arora et al.'s latent-class simulator (ICML 2019, §2)."""
@@ -170,9 +172,17 @@ class Latent(Modality):
                            if getattr(cfg.model, k) is not None)]
         block = cfg.data.block_size  # type: ignore[attr-defined]
         pairs = (lat.train_size + lat.test_size) * (1 + block) * dim * FLOAT
-        return [MemoryTerm("the simulated pairs", pairs,
-                           ("data.latent.train_size", "data.latent.test_size", dim_key)),
-                training_state(params, cfg.train.optimizer, "the MLP encoder", keys)]
+        what = "means" if lat.kind == "gaussian" else "topics"
+        terms = [MemoryTerm("the simulated pairs", pairs,
+                            ("data.latent.train_size", "data.latent.test_size", dim_key)),
+                 MemoryTerm(f"the {lat.num_classes} latent classes' {what} (float64)",
+                            lat.num_classes * dim * _FLOAT64, ("data.latent.num_classes", dim_key)),
+                 training_state(params, cfg.train.optimizer, "the MLP encoder", keys)]
+        if lat.kind == "topics":  # one uniform draw per word of each document
+            words = max(lat.train_size, lat.test_size) * lat.doc_length * _FLOAT64
+            terms.append(MemoryTerm("the word draws of the simulated documents (float64)", words,
+                                    ("data.latent.doc_length", "data.latent.train_size")))
+        return terms
 
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         return configured_encoder(cfg.model, in_dim=int(train.inputs.shape[1]))

@@ -218,6 +218,17 @@ class Sentences(Modality):
             )
         return train, (split(is_test) if n_test else split(~is_test)).head(d.test_subset)
 
+    def data_files(self, cfg: RunConfig) -> list[Path]:
+        """The corpus (``data.root``, else gensim's Wikipedia sample) and the ``eval.senteval``
+        folder when one is given."""
+        from hardneg.data.text.sources import wiki_dump
+
+        d: Any = cfg.data
+        found = Path(d.root) if d.text.source == "documents" and d.root is not None else (
+            wiki_dump(d.root) if d.text.source == "wiki" else None)
+        files = [found] if found is not None else []
+        return files + ([Path(cfg.eval.senteval)] if cfg.eval.senteval is not None else [])
+
     def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
         return ContiguousWindows(train, window=cfg.data.text.window)  # type: ignore[attr-defined, return-value]
 

@@ -12,6 +12,13 @@ its estimate and the keys that set it.
 The terms are **lower bounds** (activations beyond the obvious ones are not counted), so a refused
 config would certainly not fit, and a config that passes may still run out: :func:`stage` turns
 such a failure into :class:`OutOfMemory`, naming the stage and the keys that size it.
+
+Besides the modality's terms: MoCo's queue (``moco.queue_size`` keys of ``model.projection_dim``
+floats) and its scores, and — checked on their own, since they come after training — the sampled
+tasks of the k-wise evaluation (``eval.kwise_tasks``). A group with ``compare.workers`` /
+``sweep.workers`` parallel runs needs the largest run's memory once per worker
+(:func:`check_group_memory`), and ``train.threads`` may not exceed
+:data:`THREADS_PER_CPU` times the machine's CPUs (:func:`check_threads`).
 """
 
 from __future__ import annotations
@@ -22,13 +29,32 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hardneg.modalities.memory import FLOAT, MemoryTerm
+from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm
 
 if TYPE_CHECKING:
     from hardneg.config.schema import RunConfig
     from hardneg.modalities.base import Modality
 
-__all__ = ["OutOfMemory", "available_memory", "check_memory", "format_bytes", "loss_terms", "stage"]
+__all__ = [
+    "THREADS_PER_CPU",
+    "OutOfMemory",
+    "available_memory",
+    "check_group_memory",
+    "check_memory",
+    "check_threads",
+    "evaluation_terms",
+    "format_bytes",
+    "loss_terms",
+    "memory_terms",
+    "queue_terms",
+    "stage",
+]
+
+THREADS_PER_CPU = 4
+"""``train.threads`` may be at most this many times the machine's CPUs (a run of a larger machine
+can still be reproduced bit for bit: CPU results depend on the thread count)."""
+
+_NUMPY_ARRAY = 112  # bytes of a numpy array object without its data (64-bit CPython)
 
 class OutOfMemory(RuntimeError):
     """An allocation failed in a stage of a run; the message names the stage and its keys."""
@@ -56,6 +82,40 @@ def loss_terms(cfg: RunConfig, anchors: int) -> list[MemoryTerm]:
                        min(nbytes, cfg.loss.memory_budget), ("train.batch_size", "loss.memory_budget"))]
 
 
+def queue_terms(cfg: RunConfig, anchors: int) -> list[MemoryTerm]:
+    """``train.mode=moco``: the queue (``moco.queue_size`` keys of ``model.projection_dim`` floats
+    and their labels) and the ``(B, queue)`` scores with their gradient (capped by
+    ``loss.memory_budget``)."""
+    if cfg.train.mode != "moco":
+        return []
+    size, dim = cfg.moco.queue_size, cfg.model.projection_dim
+    scores = min(2 * anchors * size * FLOAT, cfg.loss.memory_budget)
+    return [MemoryTerm(f"the MoCo queue of {size} keys of dimension {dim}", size * (dim * FLOAT + INDEX),
+                       ("moco.queue_size", "model.projection_dim")),
+            MemoryTerm(f"the loss's {anchors} x {size} scores against the queue", scores,
+                       ("moco.queue_size", "train.batch_size"))]
+
+
+def evaluation_terms(cfg: RunConfig, modality: Modality) -> list[MemoryTerm]:
+    """The engine's k-wise evaluation (``eval.kwise`` with the mean classifier, or
+    ``eval.latent_table``): ``eval.kwise_tasks`` sampled tasks, each a numpy array of ``k + 1``
+    class indices (none for a modality with its own evaluation)."""
+    e = cfg.eval
+    ks = [*(e.kwise if e.mean_classifier else []), *((1, 9) if e.latent_table else ())]
+    if modality.has_evaluate or not ks:
+        return []
+    k = max(ks)
+    return [MemoryTerm(f"the {e.kwise_tasks} sampled {k + 1}-way tasks of the k-wise evaluation",
+                       e.kwise_tasks * (_NUMPY_ARRAY + (k + 1) * INDEX), ("eval.kwise_tasks", "eval.kwise"))]
+
+
+def memory_terms(cfg: RunConfig, modality: Modality) -> list[MemoryTerm]:
+    """The memory of training ``cfg`` (largest first): the modality's terms, the loss's and MoCo's."""
+    anchors = modality.batch_size(cfg)
+    terms = [*modality.memory(cfg), *loss_terms(cfg, anchors), *queue_terms(cfg, anchors)]
+    return sorted(terms, key=lambda t: t.nbytes, reverse=True)
+
+
 def available_memory() -> int:
     """Bytes this process may still allocate: the smaller of the system's available memory
     (``MemAvailable``) and the room left under a cgroup limit; ``os.sysconf`` elsewhere."""
@@ -81,29 +141,74 @@ def available_memory() -> int:
     return min(found)
 
 
-def check_memory(cfg: RunConfig, modality: Modality, *, available: int | None = None) -> list[MemoryTerm]:
-    """Refuse ``cfg`` (``ConfigError``) when the memory it certainly needs exceeds ``available``.
+def _refuse(what: str, terms: list[MemoryTerm], room: int, cfg: RunConfig, times: str = "") -> None:
+    """``ConfigError`` naming the largest term, its estimate, its keys and the memory available."""
+    from hardneg.config.errors import ConfigError
+    from hardneg.pipeline.config import flat_config
 
-    Returns the terms (largest first) when the config fits. ``available`` defaults to
-    :func:`available_memory`.
-    """
+    top, flat = max(terms, key=lambda t: t.nbytes), flat_config(cfg)
+    keys = ", ".join(f"{k}={flat.get(k)}" for k in top.keys)
+    total = sum(t.nbytes for t in terms)
+    raise ConfigError(
+        f"{what} needs at least {format_bytes(total)} of memory{times} but {format_bytes(room)} is "
+        f"available; the largest part is {top.what}: {format_bytes(top.nbytes)} (set by {keys}); "
+        f"lower {' or '.join(top.keys)}"
+    )
+
+
+def check_threads(cfg: RunConfig, cpus: int | None = None) -> None:
+    """Refuse ``train.threads`` above :data:`THREADS_PER_CPU` times the machine's CPUs
+    (``cpus``, default ``os.cpu_count()``) with a ``ConfigError`` naming the key and the count."""
     from hardneg.config.errors import ConfigError
 
-    terms = sorted([*modality.memory(cfg), *loss_terms(cfg, modality.batch_size(cfg))],
-                   key=lambda t: t.nbytes, reverse=True)
-    total = sum(t.nbytes for t in terms)
-    room = available_memory() if available is None else available
-    if total > room:
-        from hardneg.pipeline.config import flat_config
-
-        top, flat = terms[0], flat_config(cfg)
-        keys = ", ".join(f"{k}={flat.get(k)}" for k in top.keys)
+    threads, cpus = cfg.train.threads, cpus or os.cpu_count() or 1
+    if threads is not None and threads > THREADS_PER_CPU * cpus:
         raise ConfigError(
-            f"the run needs at least {format_bytes(total)} of memory but {format_bytes(room)} is "
-            f"available; the largest part is {top.what}: {format_bytes(top.nbytes)} (set by {keys}); "
-            f"lower {' or '.join(top.keys)}"
+            f"invalid value for 'train.threads': at most {THREADS_PER_CPU} x the {cpus} CPUs of this "
+            f"machine ({THREADS_PER_CPU * cpus}), got {threads}"
         )
+
+
+def check_memory(cfg: RunConfig, modality: Modality, *, available: int | None = None) -> list[MemoryTerm]:
+    """Refuse ``cfg`` (``ConfigError``) when the memory it certainly needs exceeds ``available``:
+    the training's terms (:func:`memory_terms`), then the evaluation's (:func:`evaluation_terms`);
+    also checks ``train.threads`` (:func:`check_threads`).
+
+    Returns the training's terms (largest first) when the config fits. ``available`` defaults to
+    :func:`available_memory`.
+    """
+    check_threads(cfg)
+    terms = memory_terms(cfg, modality)
+    room = available_memory() if available is None else available
+    if sum(t.nbytes for t in terms) > room:
+        _refuse("the run", terms, room, cfg)
+    evaluation = evaluation_terms(cfg, modality)
+    if sum(t.nbytes for t in evaluation) > room:
+        _refuse("the evaluation", evaluation, room, cfg)
     return terms
+
+
+def check_group_memory(
+    configs: Sequence[RunConfig], workers: int, key: str, *, available: int | None = None
+) -> None:
+    """Refuse a group whose runs cannot fit: each run on its own (:func:`check_memory`), and the
+    ``min(workers, runs)`` runs trained at once — the largest run's estimate once per worker —
+    against ``available`` (default :func:`available_memory`), naming ``key`` (``compare.workers``
+    or ``sweep.workers``)."""
+    from hardneg.config.errors import ConfigError
+    from hardneg.modalities import get_modality
+
+    room = available_memory() if available is None else available
+    totals = [sum(t.nbytes for t in check_memory(c, get_modality(c.data.dataset), available=room))
+              for c in configs]
+    parallel = min(workers, len(configs))
+    if parallel > 1 and parallel * max(totals) > room:
+        fit = max(1, room // max(max(totals), 1))
+        raise ConfigError(
+            f"invalid value for '{key}': {parallel} runs at once need at least "
+            f"{format_bytes(parallel * max(totals))} of memory ({format_bytes(max(totals))} per run) but "
+            f"{format_bytes(room)} is available; at most {fit} fit, got {key}={workers}"
+        )
 
 
 def _is_allocation_failure(err: BaseException) -> bool:

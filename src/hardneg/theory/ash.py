@@ -26,6 +26,7 @@ ProbsLike = Sequence[float] | NDArray[np.floating] | None
 KappaLike = Callable[[int, int], float] | float | str | None
 
 __all__ = [
+    "CEIL_MAX_CLASSES",
     "AshTheorem3Bound",
     "ash_coefficient",
     "ash_theorem1_bound",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 _EXACT_FRACTION_LIMIT = 2000
+CEIL_MAX_CLASSES = 100_000
+"""The largest N of :func:`optimal_num_negatives` with ``ceil=True`` (it tries K = 1..⌈2(N−1)H_{N−1}⌉+1)."""
 
 
 def _coverage_ratio(n: int, k: int, ceil: bool) -> float:
@@ -103,19 +106,22 @@ def optimal_num_negatives(num_classes: int, ceil: bool = False, rtol: float = 1e
     Remark 2 (derived exactly here): g(K) = 2A/(K q^K) for K ≤ A, 2/q^K for K ≥ A; over the reals
     the minimiser is K* = 1/ln(N/(N−1)) ≈ N − ½, and on the integers K = N−1 and K = N tie
     exactly ((N−1)q^{N−1} = N q^N), so the answer is (N−1, N) for N ≥ 2 (ceil=False).
-    Values are compared with relative tolerance ``rtol``; ties are all returned.
+    Values are compared with relative tolerance ``rtol`` among the integers around K* (computed as
+    −1/log1p(−1/N), exact to the float's rounding for any N); ties are all returned — from
+    N ≈ 10⁵ on the coefficient is so flat that N−3 … N+2 tie within the default ``rtol``. O(1) in
+    N (the harmonic number of a large N is O(1): :func:`~hardneg.theory.coupon.harmonic_number`).
     ``ceil=True`` brute-forces K = 1..⌈A⌉+1 (N ≤ 10⁵).
     Source: Ash et al. (AISTATS 2022) Remark 2 (reconstructed; see docs/theory.md). Validity: N ≥ 2.
     """
     n = check_int("num_classes", num_classes, 2)
     tol = check_real("rtol", rtol, low=0.0, high=1e-3)
     if ceil:
-        if n > 100_000:
-            raise ValueError(f"num_classes must be <= 100000 when ceil=True, got {n}")
+        if n > CEIL_MAX_CLASSES:
+            raise ValueError(f"num_classes must be <= {CEIL_MAX_CLASSES} when ceil=True, got {n}")
         a = 2.0 * (n - 1) * harmonic_number(n - 1)
         candidates = list(range(1, math.ceil(a) + 2))
     else:
-        kstar = 1.0 / math.log(n / (n - 1))
+        kstar = -1.0 / math.log1p(-1.0 / n)  # not 1/log(n/(n-1)): n/(n-1) rounds for large n
         candidates = list(range(max(1, math.floor(kstar) - 2), math.ceil(kstar) + 3))
     values = np.array([ash_coefficient(n, k, ceil=ceil) for k in candidates])
     best = float(values.min())
