@@ -118,7 +118,7 @@ def test_a_binary_file_in_an_article_folder_is_named_with_its_line(tmp_path: Pat
         get_modality("articles").load(cfg)
     assert str(err.value).startswith(f"{folder / 'c.txt'}, line 2: ")
     (folder / "c.txt").write_bytes(b"\x01\x02\x03\x04\x05\x06 ok\n")  # valid UTF-8, mostly control characters
-    with pytest.raises(ValueError, match=r"c\.txt, line 1: 6 control characters among 9: binary data"):
+    with pytest.raises(ValueError, match=r"c\.txt, line 1: 6 control characters among the file's 9 "):
         get_modality("articles").load(cfg)
 
 

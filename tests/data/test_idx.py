@@ -198,3 +198,64 @@ def test_the_real_fashion_mnist() -> None:
     # classes differ visibly: trousers are narrower than pullovers (mean ink over the image)
     ink = train.images.float().mean(dim=(1, 2, 3))
     assert float(ink[train.labels == 1].mean()) < float(ink[train.labels == 2].mean())
+
+
+# -- compressed files are checked against their header before inflating (issue 33, item 8) -----------
+
+
+def test_a_gzip_file_longer_than_its_header_is_refused_without_inflating_it(tmp_path: Path) -> None:
+    """The header says 1 image of 28×28 (784 bytes); the stream inflates to 64 MiB. The reader stops
+    after 784 + 1 bytes: the allocation peak stays far below the inflated size."""
+    import tracemalloc
+
+    big = 64 * 2**20
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(struct.pack(">BBBBIII", 0, 0, 0x08, 3, 1, 28, 28))
+        for _ in range(big // 2**20):
+            out.write(bytes(2**20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as err:
+            read_idx(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(err.value) == (
+        f"corrupt IDX file {path}: header says shape (1, 28, 28) (784 bytes of data), the file holds more "
+        "than 784 bytes (inflating stopped there) after the header"
+    )
+    assert peak < 8 * 2**20, f"{peak} bytes allocated to refuse a {big}-byte stream"
+
+
+def test_a_gzip_file_shorter_than_its_header_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "short.gz"
+    path.write_bytes(gzip.compress(_idx_bytes(0x08, (3, 28, 28), bytes(784))))
+    with pytest.raises(ValueError, match=r"short.gz: header says shape \(3, 28, 28\) \(2352 bytes of data\), "
+                                         r"the file holds 784 bytes after the header"):
+        read_idx(path)
+
+
+def test_a_gzip_header_declaring_a_huge_size_is_refused_before_inflating(tmp_path: Path) -> None:
+    """(A plain file's size is known: it is compared with the header, see test_early_checks.)"""
+    from hardneg.data.idx import MAX_IDX_BYTES
+
+    path = tmp_path / "huge.idx.gz"
+    path.write_bytes(gzip.compress(_idx_bytes(0x08, (2**31, 28, 28), bytes(784))))
+    with pytest.raises(ValueError) as err:
+        read_idx(path)
+    message = str(err.value)
+    assert message.startswith(f"IDX file {path}: its header declares shape (2147483648, 28, 28) "
+                              f"({2**31 * 784} bytes of data), more than ")
+    assert "refused before reading" in message
+    assert str(MAX_IDX_BYTES) in message or "memory" in message
+
+
+def test_labels_of_one_class_are_refused_at_load(tmp_path: Path) -> None:
+    _fixture(tmp_path, gz=True)
+    labels = tmp_path / "train-labels-idx1-ubyte.gz"
+    labels.write_bytes(gzip.compress(_idx_bytes(0x08, (30,), bytes([7] * 30))))
+    with pytest.raises(ValueError) as err:
+        read_fashion_mnist(tmp_path, split="train")
+    assert str(err.value).startswith(f"{labels}: every image is of class 'Sneaker' (1 class); ")
+    assert read_fashion_mnist(tmp_path, split="test").labels.unique().numel() == 10

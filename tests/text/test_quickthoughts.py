@@ -156,7 +156,6 @@ def test_documents_are_streamed_and_encoded_with_their_boundaries(tmp_path: Path
     [
         (b"", "no sentence"),
         (b"\n\n", "no sentence"),
-        (b"One.\nTwo.\n\ncaf\xe9 ok\nfine\n", "line 4: not UTF-8"),
         (b"Alone.\n\nAlso alone.\n", "no document has two"),
     ],
 )
@@ -317,3 +316,12 @@ def test_the_window_is_the_batch_and_train_batch_size_does_not_apply(tmp_path: P
     # more sentences than the training split holds: known only once the corpus is read
     with pytest.raises(ConfigError, match=r"data\.text\.window"):
         load_data(load_config("sentences", [*TINY, f"data.root={corpus}", "data.text.window=999"]))
+
+
+def test_a_latin1_line_is_read_as_latin1_with_one_notice(tmp_path: Path) -> None:
+    path = tmp_path / "old.txt"
+    path.write_bytes(b"One.\nTwo.\n\ncaf\xe9 ok\nfine\n")
+    notices: list[str] = []
+    docs = list(iter_documents(path, report=notices.append))
+    assert [[s for _, s in d] for d in docs] == [["One.", "Two."], ["caf\u00e9 ok", "fine"]]
+    assert notices == [f"{path}: not UTF-8 (line 4); read as latin-1"]

@@ -80,7 +80,6 @@ def test_tsv_reader_labels_articles_in_order_and_skips_blank_lines(tmp_path: Pat
     [
         (b"a\tok\nno tab here\n", r"c.tsv, line 2: expected 'article_id<TAB>sentence', found no tab"),
         (b"a\tok\nb\t  \n", r"c.tsv, line 2: empty article id or sentence"),
-        (b"a\tok\nb\tcaf\xe9\n", r"c.tsv, line 2: not UTF-8 \(byte 0xe9\)"),
         (b"\n\n", r"c.tsv: no sentences"),
     ],
 )
@@ -136,3 +135,10 @@ def test_real_nyt_editorials_match_their_published_counts() -> None:
     assert (len(c), c.num_articles, int(counts.min()), int(counts.max())) == (5190, 498, 3, 23)
     v = Vocabulary.build((word_tokenize(s) for s in c.sentences), min_count=5)
     assert 1000 < len(v) < 5000 and "the" in v
+
+
+def test_a_latin1_tsv_is_read_as_latin1_with_one_notice(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "c.tsv").write_bytes(b"a\tok\nb\tcaf\xe9\n")
+    corpus = read_article_tsv(tmp_path / "c.tsv")
+    assert corpus.sentences[1] == "caf\u00e9" and corpus.articles == ("a", "b")
+    assert capsys.readouterr().err == f"notice: {tmp_path / 'c.tsv'}: not UTF-8 (line 2); read as latin-1\n"

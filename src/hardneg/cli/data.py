@@ -14,6 +14,7 @@ data.text.source=tsv data.root=OUT.tsv``). ``senteval`` writes SentEval task fol
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -50,18 +51,33 @@ def wiki(
     try:
         if sample == (dump is not None):
             raise ValueError("give exactly one of --dump DUMP and --sample")
+        _check_output_file(out)
         path = find_gensim_wiki_sample() if sample else dump
         if path is None:
             raise ValueError("--sample needs gensim installed (pip install gensim)")
         corpus = build_wiki_corpus(path, min_words=min_words, min_sentences=min_sentences,
                                    max_sentences=max_sentences, seed=seed)
-        write_article_tsv(corpus, out)
+        _write_naming(out, lambda: write_article_tsv(corpus, out))
     except (ValueError, OSError) as err:
         typer.echo(f"error: {' '.join(str(err).split())}", err=True)
         raise typer.Exit(code=2) from None
     counts = corpus.sentences_per_article()
     typer.echo(f"{out}: {len(corpus)} sentences of {corpus.num_articles} articles "
                f"(median {int(sorted(counts)[len(counts) // 2])} per article)")
+
+
+def _check_output_file(out: Path) -> None:
+    """Refuse, before any work, an output that is a folder (the TSV is one file)."""
+    if out.is_dir():
+        raise ValueError(f"{out}: is a folder; OUT is the TSV file to write (e.g. {out / 'articles.tsv'})")
+
+
+def _write_naming(out: Path, write: Callable[[], object]) -> None:
+    """Run ``write``; an ``OSError`` names ``out``, the path the user gave, never a temporary file."""
+    try:
+        write()
+    except OSError as err:
+        raise OSError(err.errno, err.strerror, str(out)) from None
 
 
 @app.command()

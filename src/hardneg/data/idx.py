@@ -15,6 +15,12 @@ the datasets are distributed under (Debian's ``dataset-fashion-mnist`` installs 
 ``/usr/share/datasets/fashion-mnist``). EMNIST's files carry a prefix
 (``emnist-balanced-train-images-idx3-ubyte``) and store each image transposed.
 
+The header is checked before the data are read: a gzip file is inflated as a stream, never beyond
+the size its header declares plus one byte (a 14 MB gzip file whose header says one image is
+refused after 785 bytes, not after inflating gigabytes), and a header declaring more than
+:data:`MAX_IDX_BYTES` (or the machine's memory) is refused unread. Labels of a single class are
+refused when the data set is read, before any training.
+
 Shapes:
     images ``(N, 1, 28, 28)`` uint8; labels ``(N,)`` int64.
 """
@@ -24,8 +30,9 @@ from __future__ import annotations
 import gzip
 import math
 import os
+import zlib
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import numpy as np
 import torch
@@ -36,6 +43,7 @@ __all__ = [
     "FASHION_MNIST_CLASSES",
     "FASHION_MNIST_DEBIAN_DIR",
     "KMNIST_CLASSES",
+    "MAX_IDX_BYTES",
     "MNIST_CLASSES",
     "read_fashion_mnist",
     "read_idx",
@@ -72,29 +80,43 @@ _CODES = {dtype.newbyteorder(">") if dtype.itemsize > 1 else dtype: code for cod
 _LAYOUT = "<root>/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] (the IDX files of MNIST / Fashion-MNIST)"
 
 
-def _read_bytes(path: Path) -> bytes:
-    if not path.is_file():
-        raise FileNotFoundError(f"missing file {path}. Expected layout: {_LAYOUT}. Nothing is downloaded.")
-    with path.open("rb") as handle:
-        head = handle.read(2)
-        handle.seek(0)
-        if head == b"\x1f\x8b":  # gzip, whatever the file is called
-            try:
-                with gzip.GzipFile(fileobj=handle) as unzipped:
-                    return unzipped.read()
-            except (OSError, EOFError) as err:
-                raise ValueError(f"corrupt IDX file {path}: the gzip stream is damaged ({err})") from None
-        return handle.read()
+MAX_IDX_BYTES = 16 * 2**30
+"""The largest data size (bytes after the header) an IDX header may declare: 16 GiB, or the machine's
+memory when smaller. The largest real IDX file, EMNIST ByClass' training images, holds 0.55 GB."""
+
+_CHUNK = 1 << 20
 
 
-def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
-    """The array stored in an IDX file (``.gz`` detected from the content), native byte order.
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - platforms without sysconf
+        return None
 
-    Raises ``ValueError`` naming the file for a wrong magic number, an unknown element type, or
-    a data size that does not match the header (truncated or padded files).
-    """
-    file = Path(path)
-    raw = _read_bytes(file)
+
+def _data_limit() -> tuple[int, str]:
+    memory = _memory_bytes()
+    if memory is not None and memory < MAX_IDX_BYTES:
+        return memory, f"the {memory} bytes of this machine's memory"
+    return MAX_IDX_BYTES, f"hardneg.data.idx.MAX_IDX_BYTES = {MAX_IDX_BYTES}"
+
+
+def _read_up_to(stream: BinaryIO, size: int) -> bytes:
+    """At most ``size`` bytes of ``stream``, read in chunks (memory follows what the stream holds,
+    not what was asked for)."""
+    parts, left = [], size
+    while left > 0:
+        part = stream.read(min(left, _CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _header(stream: BinaryIO, file: Path) -> tuple[np.dtype, tuple[int, ...], int]:
+    """``(dtype, shape, header bytes)`` of the IDX header at the start of ``stream``."""
+    raw = _read_up_to(stream, 4)
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _TYPES or raw[3] == 0:
         magic = raw[:4].hex() if raw else "empty file"
         raise ValueError(
@@ -102,17 +124,68 @@ def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
             f"{[hex(c) for c in _TYPES]} and a dimension count ≥ 1)"
         )
     dtype, ndim = _TYPES[raw[2]], raw[3]
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise ValueError(f"corrupt IDX file {file}: {len(raw)} bytes, shorter than its {header}-byte header")
-    shape = tuple(int(x) for x in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
+    sizes = _read_up_to(stream, 4 * ndim)
+    if len(sizes) < 4 * ndim:
+        found = 4 + len(sizes)
+        raise ValueError(
+            f"corrupt IDX file {file}: {found} bytes, shorter than its {4 + 4 * ndim}-byte header"
+        )
+    return dtype, tuple(int(x) for x in np.frombuffer(sizes, dtype=">u4")), 4 + 4 * ndim
+
+
+def _payload(
+    stream: BinaryIO, file: Path, *, size: int | None = None
+) -> tuple[np.dtype, tuple[int, ...], bytes]:
+    """The header, then exactly the data it declares: never more than that plus one byte is read
+    (inflated, for a gzip file), and a declared size above :data:`MAX_IDX_BYTES` is refused unread.
+    ``size``: the file's size when it is not compressed (then checked before reading the data)."""
+    dtype, shape, header = _header(stream, file)
     expected = math.prod(shape) * dtype.itemsize  # exact: Python ints never overflow (2**31 · 2**31 · 4)
-    if len(raw) - header != expected:
+    limit, why = _data_limit()
+    if expected > limit and (size is None or size - header == expected):
+        raise ValueError(
+            f"IDX file {file}: its header declares shape {shape} ({expected} bytes of data), more than "
+            f"{why}; refused before reading (a corrupt or hostile header)"
+        )
+    data = b"" if size is not None and size - header != expected else _read_up_to(stream, expected + 1)
+    if len(data) != expected:
+        if size is not None:
+            found = f"{size - header} bytes"
+        elif len(data) < expected:
+            found = f"{len(data)} bytes"
+        else:
+            found = f"more than {expected} bytes (inflating stopped there)"
         raise ValueError(
             f"corrupt IDX file {file}: header says shape {shape} ({expected} bytes of data), "
-            f"the file holds {len(raw) - header} bytes after the header"
+            f"the file holds {found} after the header"
         )
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
+    return dtype, shape, data
+
+
+def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
+    """The array stored in an IDX file (``.gz`` detected from the content), native byte order.
+
+    The header is read first and the data streamed against it, so a gzip file whose content is
+    larger than its header says is refused after inflating at most the declared size plus one byte.
+    Raises ``ValueError`` naming the file for a wrong magic number, an unknown element type, a
+    declared size above :data:`MAX_IDX_BYTES`, or a data size that does not match the header
+    (truncated or padded files).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"missing file {file}. Expected layout: {_LAYOUT}. Nothing is downloaded.")
+    with file.open("rb") as handle:
+        if handle.read(2) == b"\x1f\x8b":  # gzip, whatever the file is called
+            handle.seek(0)
+            try:
+                with gzip.GzipFile(fileobj=handle) as unzipped:
+                    dtype, shape, data = _payload(unzipped, file)  # type: ignore[arg-type]
+            except (OSError, EOFError, zlib.error) as err:
+                raise ValueError(f"corrupt IDX file {file}: the gzip stream is damaged ({err})") from None
+        else:
+            handle.seek(0)
+            dtype, shape, data = _payload(handle, file, size=os.fstat(handle.fileno()).st_size)
+    return np.frombuffer(data, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
 
 
 def write_idx(path: str | os.PathLike[str], array: np.ndarray) -> None:
@@ -159,7 +232,8 @@ def read_idx_dataset(
         transpose: store-transposed images (EMNIST) are turned upright.
 
     Raises ``ValueError`` naming the files when images and labels disagree in number, the
-    images are not 3-d or hold no image (``N``, ``H`` or ``W`` of 0), or a label is out of range.
+    images are not 3-d or hold no image (``N``, ``H`` or ``W`` of 0), a label is out of range, or
+    the labels hold 1 class (found at load, not after training).
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
@@ -189,6 +263,12 @@ def read_idx_dataset(
         raise ValueError(
             f"corrupt IDX labels {labels_path}: labels must be in 0..{len(classes) - 1}, "
             f"got range [{int(labels.min())}, {int(labels.max())}]"
+        )
+    found = np.unique(labels)
+    if found.size < 2:
+        raise ValueError(
+            f"{labels_path}: every image is of class {classes[int(found[0])]!r} (1 class); a labelled "
+            "data set needs at least 2 classes (negatives, oracle positives and the readouts use them)"
         )
     if transpose:
         images = images.transpose(0, 2, 1)

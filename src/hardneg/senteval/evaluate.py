@@ -201,7 +201,7 @@ class SentEvalEvaluator:
             only = task.classes[int(found[0])] if found.size else "none"
             raise SentEvalFormatError(
                 files[0], f"task {task.name}: every {item} is of class {only}; its readout needs at "
-                f"least 2 classes (of {', '.join(task.classes)})")
+                f"least 2 classes (of {', '.join(task.classes)}), got 1 class")
         problem = nested_cv_problem(labels, folds=folds, inner_folds=inner, seed=self.seed)
         if problem is not None:
             name = task.classes[int(problem.label)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from hardneg.data.text.lines import line_problem
+from hardneg.data.text.lines import NotTextError, Report, clean_text
 from hardneg.senteval.errors import MissingTaskFileError, SentEvalFormatError
 from hardneg.senteval.tasks import LAYOUTS
 
@@ -33,19 +33,24 @@ def _decode(raw: bytes, path: Path, encoding: str | None) -> str:
         raise ValueError(f"unknown encoding {encoding!r}") from None
 
 
-def raw_lines(path: Path, *, task: str, encoding: str | None) -> Iterator[tuple[int, str]]:
-    """``(1-based line number, line without its line break)`` of every non-blank line."""
+def raw_lines(path: Path, *, task: str, encoding: str | None,
+              report: Report | None = None) -> Iterator[tuple[int, str]]:
+    """``(1-based line number, line without its line break)`` of every non-blank line.
+
+    The text is checked whole first (:func:`hardneg.data.text.lines.clean_text`): a byte-order mark
+    and stray control characters are dropped (the latter reported through ``report``, default
+    stderr); binary data and overlong lines are errors naming the file and the line."""
     if not path.is_file():
         if path.exists():
             raise SentEvalFormatError(path, f"is not a file (task {task} reads it as a file)")
         raise MissingTaskFileError(path, task=task, layout=LAYOUTS.get(task, (path.name,)))
-    text = _decode(path.read_bytes(), path, encoding)
+    try:
+        text = clean_text(_decode(path.read_bytes(), path, encoding), path, report=report)
+    except NotTextError as err:
+        raise SentEvalFormatError(path, err.reason, line=err.line) from None
     found = False
     for number, line in enumerate(text.split("\n"), start=1):
         line = line[:-1] if line.endswith("\r") else line
-        problem = line_problem(line)
-        if problem is not None:
-            raise SentEvalFormatError(path, problem, line=number)
         if line.strip():
             found = True
             yield number, line

@@ -111,14 +111,14 @@ class _Source:
 
 
 def _read_file(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+    return path.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the first column
 
 
 def _read_member(archive_path: Path, member: str) -> str:
     import zipfile
 
     with zipfile.ZipFile(archive_path) as archive:
-        return archive.read(member).decode("utf-8")
+        return archive.read(member).decode("utf-8-sig")
 
 
 def _sources(path_or_dir: str | Path | None) -> dict[str, _Source]:
@@ -409,8 +409,8 @@ def read_moleculeace(
         labelled = [(m, int(m[3] <= cut)) for m in _subsample(mols, max_per_target, rng)]
         if len({c for _, c in labelled}) < 2:
             raise ValueError(
-                f"threshold_nM={cut!r} puts every molecule of {chosen[0]!r} in one class; "
-                "choose another threshold"
+                f"{sources[chosen[0]].where}: threshold_nM={cut!r} puts every molecule of {chosen[0]!r} in "
+                "one class (1 class); choose another threshold"
             )
         class_names = ("inactive", "active")
         name = f"MoleculeACE-activity-{chosen[0]}"

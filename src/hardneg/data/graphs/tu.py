@@ -65,7 +65,7 @@ def tu_file(root: str | Path, name: str, part: str) -> Path:
 def _text(path: Path) -> str:
     """The file's text without trailing blank lines (a trailing blank line is not a record)."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")  # a byte-order mark is not a number
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     return text.rstrip()
@@ -234,6 +234,11 @@ def read_tu(root: str | Path, name: str, *, node_attributes: bool = True) -> Gra
     e_starts = np.searchsorted(indicator[edges[:, 0]] - 1, np.arange(n_graphs))
     e_ends = np.append(e_starts[1:], len(edges))
     values, labels = np.unique(raw_labels, return_inverse=True)
+    if values.size < 2:
+        raise ValueError(
+            f"{lab_path}: every graph is of class '{int(values[0])}' (1 class); a labelled data set needs "
+            "at least 2 classes (the evaluation's readouts classify graphs)"
+        )
     graphs = []
     for g in range(n_graphs):
         n = int(ends[g] - starts[g])

@@ -1,15 +1,17 @@
 """Sentences labelled by their article, read from the two on-disk layouts users have.
 
-- **TSV**: one ``article_id<TAB>sentence`` per line (UTF-8); the article id is any string.
-- **Folder**: one UTF-8 text file per article (``<article>.txt``), one sentence per line.
+- **TSV**: one ``article_id<TAB>sentence`` per line (UTF-8, else latin-1); the article id is any
+  string.
+- **Folder**: one text file per article (``<article>.txt``), one sentence per line.
 
 An article is a latent class in the sense of Arora et al. (ICML 2019, §2, §8): two sentences of
 one article form a positive pair. Blank lines are skipped (documented, not an error); a line of a
-TSV without a tab, an empty sentence after a tab, or bytes that are not UTF-8 are errors naming the
-file and the line, and so are binary data and lines longer than
+TSV without a tab or an empty sentence after a tab are errors naming the file and the line, and
+so are binary data and lines longer than
 :data:`~hardneg.data.text.lines.MAX_LINE_CHARS` (:mod:`hardneg.data.text.lines`). Articles are
 numbered 0..C−1 in order of first appearance (TSV) or by sorted file name (folder), so the same
-files always give the same labels.
+files always give the same labels. A file that is not valid UTF-8 is read as latin-1, with a notice
+naming it (:func:`~hardneg.data.text.lines.decode_text`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from hardneg._io import atomic_write_text
+from hardneg.data.text.lines import Report
 
 __all__ = ["ArticleCorpus", "read_article_folder", "read_article_tsv", "write_article_tsv"]
 
@@ -61,22 +64,13 @@ class ArticleCorpus:
         return ArticleCorpus(sentences, self.labels[idx], self.articles, self.name)
 
 
-def _lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 text file; bytes that are not UTF-8, binary data and overlong lines are
-    errors naming the file and the line (:mod:`hardneg.data.text.lines`)."""
-    from hardneg.data.text.lines import first_bad_line
+def _lines(path: Path, *, report: Report | None = None) -> list[str]:
+    """The lines of a text file (UTF-8, else latin-1), without its byte-order mark and stray control
+    characters (both reported once through ``report``, default stderr); binary data and overlong
+    lines are errors naming the file and the line (:mod:`hardneg.data.text.lines`)."""
+    from hardneg.data.text.lines import clean_text, decode_text
 
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise ValueError(f"{path}, line {line}: not UTF-8 (byte {data[err.start]:#04x})") from None
-    lines = text.splitlines()
-    bad = first_bad_line(lines, text)
-    if bad is not None:
-        raise ValueError(f"{path}, line {bad[0]}: {bad[1]}")
-    return lines
+    return clean_text(decode_text(path.read_bytes(), path, report=report), path, report=report).splitlines()
 
 
 def _labelled(sentences: list[str], ids: list[str], name: str) -> ArticleCorpus:

@@ -1,7 +1,8 @@
 """Sentences in order: a corpus of documents, one sentence per line, a blank line between documents.
 
 The layout of BookCorpus-style corpora that quick-thoughts trains on (Logeswaran & Lee, ICLR 2018):
-UTF-8 text, one sentence per line, documents separated by one or more blank lines. A sentence's
+UTF-8 text (a line that is not UTF-8 is read as latin-1, with a notice), one sentence per line,
+documents separated by one or more blank lines. A sentence's
 neighbours in its document are its positives, so order matters and documents must be known.
 
 :func:`iter_documents` streams a file (a large corpus is never held as text), and
@@ -21,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hardneg.data.text.lines import line_problem
+from hardneg.data.text.lines import Latin1Fallback, Report, TextScan
 from hardneg.data.text.vocab import Vocabulary
 
 __all__ = [
@@ -33,10 +34,13 @@ __all__ = [
 ]
 
 
-def iter_documents(path: str | Path) -> Iterator[list[tuple[int, str]]]:
+def iter_documents(path: str | Path, *, report: Report | None = None) -> Iterator[list[tuple[int, str]]]:
     """Documents of ``path`` as lists of ``(line_number, sentence)`` (1-based), streamed.
 
-    Raises ``ValueError`` naming the file and line for bytes that are not UTF-8, binary data or a
+    A byte-order mark and stray control characters are dropped, and lines that are not UTF-8 are
+    read as latin-1 (both reported once through ``report``, default stderr, after the last line).
+    Raises ``ValueError`` naming the file and line for binary data
+    (:mod:`hardneg.data.text.lines`: judged over the whole file, so raised once it is read) or a
     line longer than :data:`~hardneg.data.text.lines.MAX_LINE_CHARS`, and for a file without any
     sentence.
     """
@@ -45,24 +49,19 @@ def iter_documents(path: str | Path) -> Iterator[list[tuple[int, str]]]:
         raise FileNotFoundError(f"no corpus file at {p}")
     doc: list[tuple[int, str]] = []
     seen = False
+    scan = TextScan(p, report=report)
+    decoder = Latin1Fallback(p, report=report)
     with p.open("rb") as f:
         for number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise ValueError(
-                    f"{p}, line {number}: not UTF-8 ({err.reason} at byte {err.start})"
-                ) from None
-            problem = line_problem(line.rstrip("\r\n"))
-            if problem is not None:
-                raise ValueError(f"{p}, line {number}: {problem}")
-            line = line.strip()
+            line = scan.line(number, decoder.decode(number, raw).rstrip("\r\n")).strip()
             if line:
                 doc.append((number, line))
                 seen = True
             elif doc:
                 yield doc
                 doc = []
+    scan.finish()
+    decoder.finish()
     if doc:
         yield doc
     if not seen:
@@ -117,7 +116,16 @@ def encode_documents(
     (4, [0, 0, 1, 1], 1)
     """
     p = Path(path)
-    return _encode(lambda: iter_documents(p), p, min_count=min_count, max_length=max_length, vocab=vocab)
+    passes = iter(range(2))
+
+    def documents() -> Iterator[list[tuple[int, str]]]:  # stray control characters noticed once
+        return iter_documents(p, report=None if next(passes, 1) == 0 else _quiet)
+
+    return _encode(documents, p, min_count=min_count, max_length=max_length, vocab=vocab)
+
+
+def _quiet(message: str) -> None:
+    """The report of a second pass over a file: its notices were given by the first."""
 
 
 def encode_document_list(
