@@ -42,6 +42,7 @@ EXTRAS: dict[str, dict[str, str]] = {
         "tensorboard": "tensorboard",
         "sklearn": "scikit-learn",
         "scipy": "scipy",
+        "statsmodels": "statsmodels",
         "matplotlib": "matplotlib",
         "PIL": "pillow",
         "threadpoolctl": "threadpoolctl",
@@ -50,7 +51,7 @@ EXTRAS: dict[str, dict[str, str]] = {
     "graphs": {"torch_geometric": "torch_geometric", "rdkit": "rdkit"},
     "text": {"nltk": "nltk", "gensim": "gensim"},
     "pml": {"pytorch_metric_learning": "pytorch-metric-learning"},
-    "sentence-transformers": {"sentence_transformers": "sentence-transformers"},
+    "sentence-transformers": {"sentence_transformers": "sentence-transformers", "tqdm": "tqdm"},
 }
 """extra → {import name: distribution name} of the packages it installs (``all`` is their union)."""
 

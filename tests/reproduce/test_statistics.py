@@ -9,27 +9,36 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import t as student_t
 
 from hardneg.reproduce.statistics import (
-    CONTRADICTED,
+    CEILING,
     EQUIVALENT,
-    INCONCLUSIVE,
     NO_VERDICT_ONE_SEED,
-    NO_VERDICT_ZERO_VARIANCE,
+    NO_VERDICT_ZERO_SPREAD,
     NOT_EQUIVALENT,
-    NOT_REPRODUCED,
+    NOT_SHOWN,
+    NOT_SHOWN_UNSIZED,
+    OPPOSITE,
     OUTCOMES,
     REPRODUCED,
+    REPRODUCED_SMALLER,
+    SMALLER,
+    UNDERPOWERED,
     ClaimTest,
     against_pvalue,
     claim_pvalue,
+    describe,
     holm,
     holm_adjusted,
+    hypotheses,
     judge,
+    mde,
+    seeds_needed,
 )
 
 SUPERIORITY = ClaimTest("superiority", paper_effect=0.015)
@@ -63,11 +72,11 @@ def test_superiority_pvalue_is_the_one_sided_paired_t_test() -> None:
     p = student_t.sf(T_UP, 4)  # P(T_4 ≥ t)
     assert p == pytest.approx(1.96521e-4, rel=1e-5)
     assert claim_pvalue(SUP_UP, SUPERIORITY) == pytest.approx(p, rel=1e-12)
-    assert against_pvalue(SUP_UP, SUPERIORITY) == pytest.approx(student_t.cdf(T_UP, 4), rel=1e-12)
-    # the opposite data: the claim's p is the complement, the test against it is the small one
+    assert against_pvalue(SUP_UP, SUPERIORITY) == 1.0  # a positive mean is never the opposite direction
+    # the opposite data: the claim's p is the complement, the test against it is two-sided: 2 P(T ≤ t)
     down = [-d for d in SUP_UP]
     assert claim_pvalue(down, SUPERIORITY) == pytest.approx(1 - p, rel=1e-12)
-    assert against_pvalue(down, SUPERIORITY) == pytest.approx(p, rel=1e-9)
+    assert against_pvalue(down, SUPERIORITY) == pytest.approx(2 * p, rel=1e-9)
     t_null = 1e-4 / SE_NULL
     assert t_null == pytest.approx(0.1400280, rel=1e-6)
     assert claim_pvalue(SUP_NULL, SUPERIORITY) == pytest.approx(student_t.sf(t_null, 4), rel=1e-9)
@@ -160,87 +169,213 @@ def test_holm_lies_between_bonferroni_and_unadjusted(p: list[float], alpha: floa
     assert all(x <= min(kept) for x, r in zip(p, rejected) if r) if kept else True
 
 
-def test_judge_superiority_verdicts() -> None:
-    contradicted = [-d for d in SUP_UP]
-    res = judge({"up": SUP_UP}, {"up": SUPERIORITY})["up"]
+def _power_by_hand(delta_over_sigma: float, n: int, alpha: float) -> float:
+    """The one-sided paired t-test's power: P(T'_{n−1}(√n δ/σ) > t_{1−α, n−1}), noncentral t."""
+    from scipy.stats import nct
+
+    crit = student_t.ppf(1 - alpha, n - 1)
+    return float(nct.sf(crit, n - 1, math.sqrt(n) * delta_over_sigma))
+
+
+def test_the_mde_is_the_hand_worked_noncentral_t_solution() -> None:
+    """n = 5, σ = 1, α = 0.05/10 one-sided: the δ with P(T'_4(√5 δ) > t_{0.995, 4}) = 0.8."""
+    from scipy.optimize import brentq
+
+    alpha = 0.05 / 10
+    assert student_t.ppf(1 - alpha, 4) == pytest.approx(4.604094871, rel=1e-8)  # t_{0.995, 4}
+    by_hand = brentq(lambda d: _power_by_hand(d, 5, alpha) - 0.8, 0.1, 20.0, xtol=1e-12)
+    assert by_hand == pytest.approx(2.62897, rel=1e-4)
+    assert mde(1.0, 5, alpha) == pytest.approx(by_hand, rel=1e-6)
+    assert mde(0.004, 5, alpha) == pytest.approx(0.004 * by_hand, rel=1e-6)  # in the SD's units
+    # the seeds that detect 1.5 σ: the first n whose power reaches 80 %
+    n = seeds_needed(1.5, 1.0, alpha)
+    assert _power_by_hand(1.5, n, alpha) >= 0.8 > _power_by_hand(1.5, n - 1, alpha)
+    assert math.isnan(mde(1.0, 1, alpha)) and math.isnan(mde(math.nan, 5, alpha))
+    assert seeds_needed(0.01, math.nan, alpha) == 0
+
+
+def test_the_equivalence_mde_gives_tost_80_percent_power_at_zero() -> None:
+    """The margin TOST meets with ≥ 80 % power when μ = 0 (each one-sided test at 90 %), simulated."""
+    from scipy.optimize import brentq
+
+    alpha, n = 0.05 / 4, 5
+    margin = mde(1.0, n, alpha, "equivalence")
+    assert margin == pytest.approx(brentq(lambda d: _power_by_hand(d, n, alpha) - 0.9, 0.1, 20.0), rel=1e-6)
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(40_000, n))
+    mean, se = d.mean(1), d.std(1, ddof=1) / math.sqrt(n)
+    crit = student_t.ppf(1 - alpha, n - 1)
+    power = np.mean(((mean + margin) / se > crit) & ((mean - margin) / se < -crit))
+    assert 0.8 <= power < 0.9
+
+
+SIZED = ClaimTest("superiority", paper_effect=0.015)
+# mean 0.01; deviations (0, 1, −1, 0, 0.5, −0.5)e-3, Σ² = 2.5e-6, s² = 0.5e-6
+TIGHT = [0.010, 0.011, 0.009, 0.010, 0.0105, 0.0095]
+
+
+def _one(diffs: list[float], test: ClaimTest, **kwargs: object) -> object:
+    return judge({"c": diffs}, {"c": test}, **kwargs)["c"]  # type: ignore[arg-type]
+
+
+def test_reproduced_is_the_one_sided_paired_t_test_after_holm() -> None:
+    from scipy.stats import ttest_rel
+
+    res = _one(SUP_UP, SIZED)
     p = student_t.sf(T_UP, 4)
-    # a family of two: this claim's test and the one against it (p and 1 − p)
     assert res.outcome == res.verdict == REPRODUCED
-    assert res.p_value == pytest.approx(p, rel=1e-12) and res.p_holm == pytest.approx(2 * p, rel=1e-12)
-    assert res.p_against_holm == pytest.approx(1 - p, rel=1e-12)
+    assert res.p_value == pytest.approx(p, rel=1e-12)
+    assert res.p_value == pytest.approx(ttest_rel(SUP_UP, [0.0] * 5, alternative="greater").pvalue, rel=1e-12)
+    assert hypotheses(SIZED) == ("for", "against", "smaller")
+    assert res.p_holm == pytest.approx(3 * p, rel=1e-12)  # the smallest of a family of three
     assert (res.mean, res.n, res.wins) == (pytest.approx(0.023), 5, 5)
-    assert res.std == pytest.approx(math.sqrt(22e-6))
     se = math.sqrt(22e-6 / 5)
     assert res.half_width == pytest.approx(student_t.ppf(0.975, 4) * se)
     assert res.interval == (pytest.approx(0.023 - student_t.ppf(0.95, 4) * se), math.inf)
 
-    assert judge({"c": contradicted}, {"c": SUPERIORITY})["c"].verdict == CONTRADICTED
-    # the budget resolves ±0.0020 < 0.015: a real "not reproduced"
-    null = judge({"n": SUP_NULL}, {"n": SUPERIORITY})["n"]
-    assert null.verdict == NOT_REPRODUCED and null.wins == 3
-    assert null.half_width == pytest.approx(2.776445105 * SE_NULL) and null.half_width < 0.015
-    # ±0.0994 > 0.015: this budget could not have seen the paper's effect
-    wide = judge({"w": SUP_WIDE}, {"w": SUPERIORITY})["w"]
-    assert wide.outcome == INCONCLUSIVE and wide.verdict == "inconclusive at ±0.0994"
-    assert wide.half_width == pytest.approx(4.302652730 * SE_WIDE)
-    # no paper effect to compare with: plain "not reproduced"
-    assert judge({"w": SUP_WIDE}, {"w": ClaimTest("superiority")})["w"].verdict == NOT_REPRODUCED
+
+def test_reproduced_but_smaller_than_the_paper() -> None:
+    se = math.sqrt(0.5e-6 / 6)
+    res = _one(TIGHT, ClaimTest("superiority", paper_effect=0.03))
+    assert res.outcome == REPRODUCED_SMALLER
+    assert res.p_smaller == pytest.approx(student_t.cdf((0.01 - 0.03) / se, 5), rel=1e-9)
+    assert describe(res, 100, "points") == "reproduced, smaller than the paper's 3 points"
 
 
-def test_judge_equivalence_verdicts() -> None:
-    res = judge({"e": EQ_CLOSE, "f": EQ_FAR, "w": EQ_WIDE}, dict.fromkeys("efw", EQUIVALENCE))
-    close, far, wide = res["e"], res["f"], res["w"]
+def test_opposite_direction_is_two_sided_and_never_a_plain_non_result() -> None:
+    down = [-d for d in SUP_UP]
+    res = _one(down, SIZED)
+    p_two = 2 * student_t.sf(T_UP, 4)
+    assert res.outcome == res.verdict == OPPOSITE
+    assert res.p_against == pytest.approx(p_two, rel=1e-9)
+    from scipy.stats import ttest_rel
+
+    assert res.p_against == pytest.approx(ttest_rel(down, [0.0] * 5).pvalue, rel=1e-12)
+
+
+def test_smaller_than_the_paper_when_mu_at_least_the_effect_is_rejected() -> None:
+    from scipy.stats import ttest_1samp
+
+    res = _one(SUP_NULL, SIZED)
+    t_small = (1e-4 - 0.015) / SE_NULL
+    assert res.outcome == res.verdict.split(" 0.015")[0] == SMALLER
+    assert res.p_smaller == pytest.approx(student_t.cdf(t_small, 4), rel=1e-9)
+    assert res.p_smaller == pytest.approx(ttest_1samp(SUP_NULL, 0.015, alternative="less").pvalue, rel=1e-9)
+
+
+def test_underpowered_and_not_shown_are_decided_by_the_design_mde() -> None:
+    """Same data (n = 3, mean 0.01, s = 0.04), two designs: the pilot SD fixes the verdict's word."""
+    alpha_design = 0.05 / 3
+    under = _one(SUP_WIDE, ClaimTest("superiority", paper_effect=0.015, pilot_sd=0.04))
+    assert under.outcome == UNDERPOWERED and under.mde_basis == "pilot"
+    assert under.alpha_design == pytest.approx(alpha_design)
+    assert under.mde_design == pytest.approx(mde(0.04, 3, alpha_design)) and under.mde_design > 0.015
+    n = under.seeds_needed
+    effect = 0.015 / 0.04
+    assert _power_by_hand(effect, n, alpha_design) >= 0.8 > _power_by_hand(effect, n - 1, alpha_design)
+    assert describe(under, 100, "points") == (
+        f"underpowered (MDE {100 * under.mde_design:.3g} points > paper's 1.5 points; "
+        f"{n} seeds would detect it)")
+    # a pilot SD of 0.002 says 3 seeds detect 0.015: the non-result is "not shown", whatever this run's SD
+    shown = _one(SUP_WIDE, ClaimTest("superiority", paper_effect=0.015, pilot_sd=0.002))
+    assert shown.outcome == NOT_SHOWN and shown.mde_design < 0.015 < shown.mde_observed
+    # no pilot: the run's own SD decides, and the result says so
+    own = _one(SUP_WIDE, SIZED)
+    assert own.outcome == UNDERPOWERED and own.mde_basis == "observed"
+    assert own.mde_observed == pytest.approx(mde(0.04, 3, alpha_design))
+    # no effect size in the paper: nothing to be powered for
+    assert _one(SUP_WIDE, ClaimTest("superiority")).outcome == NOT_SHOWN_UNSIZED
+
+
+def test_equivalence_verdicts() -> None:
+    from statsmodels.stats.weightstats import ttost_paired
+
+    res = judge({"e": EQ_CLOSE, "f": EQ_FAR}, dict.fromkeys("ef", EQUIVALENCE))
+    close, far = res["e"], res["f"]
     assert close.outcome == EQUIVALENT and close.verdict == "reproduced (equivalent within ±0.01)"
+    assert close.p_value == pytest.approx(ttost_paired(np.array(EQ_CLOSE), np.zeros(6), -0.01, 0.01)[0])
     q = 2.015048373 * SE_CLOSE  # t_{0.95, 5}: the 1 − 2α = 90 % interval of TOST
     assert close.interval == (pytest.approx(5e-4 - q), pytest.approx(5e-4 + q))
-    assert -0.01 < close.interval[0] and close.interval[1] < 0.01
-    assert far.verdict == NOT_EQUIVALENT
+    assert far.outcome == NOT_EQUIVALENT
     assert far.mean - far.half_width > 0.01  # the 95 % interval lies above +Δ
-    assert wide.outcome == INCONCLUSIVE and wide.verdict == "inconclusive at ±0.0436"
-    # the family: 6 hypotheses, the TOST ones smallest; hand-worked Holm multipliers
+    # the family: 4 hypotheses, hand-worked Holm multipliers
     p_close = max(student_t.sf((5e-4 + 0.01) / SE_CLOSE, 5), student_t.cdf((5e-4 - 0.01) / SE_CLOSE, 5))
     p_far = 2 * student_t.sf((0.03125 - 0.01) / SE_FAR, 3)
-    assert close.p_holm == pytest.approx(6 * p_close, rel=1e-9)  # smallest of 6
-    assert far.p_against_holm == pytest.approx(5 * p_far, rel=1e-9)  # second smallest
+    assert close.p_holm == pytest.approx(4 * p_close, rel=1e-9)  # smallest of 4
+    assert far.p_against_holm == pytest.approx(3 * p_far, rel=1e-9)  # second smallest
+    # neither: underpowered or not shown, by the design's MDE (the smallest margin met at 80 % power)
+    under = _one(EQ_WIDE, ClaimTest("equivalence", margin=0.01, pilot_sd=0.02))
+    assert under.outcome == UNDERPOWERED and under.mde_design == pytest.approx(
+        mde(0.02, 3, 0.05 / 2, "equivalence"))
+    assert describe(under).startswith("underpowered (MDE ") and "> margin 0.01;" in describe(under)
+    assert _one(EQ_WIDE, ClaimTest("equivalence", margin=0.01, pilot_sd=0.001)).outcome == NOT_SHOWN
 
 
-def test_judge_controls_the_family_wise_error() -> None:
-    """A claim reproduced alone (2p = 0.0486 ≤ 0.05) is not once it shares α with three others."""
+def test_the_ceiling_overrides_every_verdict_including_a_firm_one() -> None:
+    """A baseline 1 point below 100 % cannot show +1.5 points, nor parity within ±1 point at 0.5."""
+    assert _one(SUP_UP, SIZED, headroom={"c": 0.01}).outcome == CEILING  # reproduced without it
+    assert _one(SUP_UP, SIZED, headroom={"c": 0.02}).outcome == REPRODUCED
+    assert _one(EQ_CLOSE, EQUIVALENCE, headroom={"c": 0.005}).outcome == CEILING  # equivalent without it
+    assert _one(EQ_CLOSE, EQUIVALENCE, headroom={"c": 0.012}).outcome == EQUIVALENT
+
+
+def test_the_family_is_fixed_in_advance_and_exploratory_runs_have_none() -> None:
+    """Claims planned but not run count in m; an exploratory run judges each p-value unadjusted."""
     p = student_t.sf(T_MODEST, 3)
     assert T_MODEST == pytest.approx(3.2204702, rel=1e-7) and p == pytest.approx(0.0242834, rel=1e-5)
-    test = ClaimTest("superiority", paper_effect=0.01)
+    test = ClaimTest("superiority")
     alone = judge({"m": MODEST}, {"m": test})["m"]
-    assert alone.verdict == REPRODUCED and alone.p_holm == pytest.approx(2 * p, rel=1e-12)
-    # untestable claims spend no α: the family is still m = 2
-    with_untested = judge(
-        {"m": MODEST, "z": [0.01, 0.01, 0.01], "o": [0.03]},
-        {"m": test, "z": SUPERIORITY, "o": EQUIVALENCE, "not run": SUPERIORITY},
-    )
-    assert with_untested["m"].p_holm == pytest.approx(2 * p, rel=1e-12)
-    assert with_untested["z"].verdict == NO_VERDICT_ZERO_VARIANCE
-    assert with_untested["o"].verdict == NO_VERDICT_ONE_SEED
-    # four testable claims, eight hypotheses; sorted: p_eq (×8), p_up (×7), p (×6): 0.146 > 0.05
+    assert alone.outcome == REPRODUCED and alone.p_holm == pytest.approx(2 * p, rel=1e-12)
+    tests = {"m": test, "x": SIZED, "y": EQUIVALENCE}
+    planned = judge({"m": MODEST}, tests, planned=["m", "x", "y"])["m"]  # m = 2 + 3 + 2
+    assert planned.p_holm == pytest.approx(7 * p, rel=1e-12) and planned.outcome == NOT_SHOWN_UNSIZED
+    assert planned.alpha_design == pytest.approx(0.05 / 7)
+    # the same claim, others untestable (zero spread, one seed): still 7
+    again = judge({"m": MODEST, "x": [0.01, 0.01, 0.01], "y": [0.03]}, tests, planned=["m", "x", "y"])
+    assert again["m"].p_holm == pytest.approx(7 * p, rel=1e-12)
+    assert again["x"].outcome == NO_VERDICT_ZERO_SPREAD and again["y"].outcome == NO_VERDICT_ONE_SEED
+    exploratory = judge({"m": MODEST}, tests, planned=["m", "x", "y"], exploratory=True)["m"]
+    assert exploratory.p_holm == exploratory.p_value == pytest.approx(p) and exploratory.alpha_design == 0.05
+    with pytest.raises(ValueError, match=r"planned must hold every claim of diffs_by_claim, missing \['m'\]"):
+        judge({"m": MODEST}, tests, planned=["x"])
+
+
+def test_a_report_family_with_hand_worked_holm_multipliers() -> None:
+    """Four claims, 11 hypotheses; sorted: p_eq (×11), p_up (×10), p_m (×9) = 0.219 > 0.05."""
+    p = student_t.sf(T_MODEST, 3)
+    test = ClaimTest("superiority", paper_effect=0.01)
     family = judge(
         {"up": SUP_UP, "eq": EQ_CLOSE, "m": MODEST, "wide": SUP_WIDE},
-        {"up": SUPERIORITY, "eq": EQUIVALENCE, "m": test, "wide": SUPERIORITY},
+        {"up": SIZED, "eq": EQUIVALENCE, "m": test, "wide": SIZED},
     )
     p_eq = student_t.cdf((5e-4 - 0.01) / SE_CLOSE, 5)
     p_up = student_t.sf(T_UP, 4)
-    assert family["eq"].p_holm == pytest.approx(8 * p_eq, rel=1e-9)
-    assert family["up"].p_holm == pytest.approx(7 * p_up, rel=1e-9)
-    assert family["m"].p_holm == pytest.approx(6 * p, rel=1e-9)
-    assert family["wide"].p_holm == 1.0  # 5 × 0.354, capped
-    assert [r.outcome for r in family.values()] == [REPRODUCED, EQUIVALENT, INCONCLUSIVE, INCONCLUSIVE]
-    assert family["m"].verdict == "inconclusive at ±0.0109"  # t_{0.975,3} se = 0.01087 > 0.01
+    assert family["eq"].p_holm == pytest.approx(11 * p_eq, rel=1e-9)
+    assert family["up"].p_holm == pytest.approx(10 * p_up, rel=1e-9)
+    assert family["m"].p_holm == pytest.approx(9 * p, rel=1e-9)
+    assert family["wide"].p_holm == 1.0
+    assert [r.outcome for r in family.values()] == [REPRODUCED, EQUIVALENT, UNDERPOWERED, UNDERPOWERED]
     assert list(family) == ["up", "eq", "m", "wide"]
 
 
+def test_holm_matches_statsmodels_and_counts_the_planned_family() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    p = [0.01, 0.04, 0.03, 0.005]
+    assert holm_adjusted(p) == pytest.approx(list(multipletests(p, method="holm")[1]))
+    # m = 6 planned, two not run (p = 1): sorted 6·0.005 = 0.03, 5·0.01 = 0.05, 4·0.03 = 0.12, ...
+    assert holm_adjusted(p, m=6) == pytest.approx([0.05, 0.12, 0.12, 0.03])
+    assert holm(p, 0.05, m=6) == [True, False, False, True]
+    with pytest.raises(ValueError, match=r"m must be at least the number of tested p-values \(4\), got 3"):
+        holm(p, m=3)
+
+
 @pytest.mark.parametrize("diffs", [[0.01, 0.01, 0.01], [0.4 - 0.3, 0.8 - 0.7, 0.6 - 0.5]])
-def test_judge_gives_no_verdict_for_zero_variance_or_one_seed(diffs: list[float]) -> None:
-    for test in (SUPERIORITY, EQUIVALENCE):
+def test_judge_gives_no_verdict_for_zero_spread_or_one_seed(diffs: list[float]) -> None:
+    for test in (SIZED, EQUIVALENCE):
         res = judge({"z": diffs, "o": diffs[:1]}, {"z": test, "o": test})
         zero, one = res["z"], res["o"]
-        assert zero.verdict == NO_VERDICT_ZERO_VARIANCE and one.verdict == NO_VERDICT_ONE_SEED
+        assert zero.verdict == NO_VERDICT_ZERO_SPREAD and one.verdict == NO_VERDICT_ONE_SEED
         assert zero.n == 3 and zero.wins == 3 and zero.std < 1e-15
         assert one.n == 1 and math.isnan(one.std) and one.mean == diffs[0] and one.wins == 1
         for r in (zero, one):
@@ -249,9 +384,7 @@ def test_judge_gives_no_verdict_for_zero_variance_or_one_seed(diffs: list[float]
 
 
 def test_every_outcome_is_a_distinct_constant() -> None:
-    assert len(set(OUTCOMES)) == len(OUTCOMES) == 8
-    verdicts = {REPRODUCED, NOT_REPRODUCED, CONTRADICTED, EQUIVALENT, NOT_EQUIVALENT, INCONCLUSIVE}
-    assert verdicts < set(OUTCOMES)
+    assert len(set(OUTCOMES)) == len(OUTCOMES) == 12
 
 
 @pytest.mark.parametrize(

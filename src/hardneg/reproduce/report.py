@@ -11,10 +11,12 @@ from hardneg._io import atomic_write_text
 __all__ = ["claims_markdown", "summary_table", "write_report"]
 
 _COLUMNS = (
-    "claim", "verdict", "text", "quote", "source", "data", "setting", "metric", "test", "margin",
-    "paper_effect", "baseline", "contender", "baseline_mean", "baseline_std", "contender_mean",
-    "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high", "half_width", "wins", "seeds", "p_value",
-    "p_holm", "statistic", "unit", "folder", "command",
+    "claim", "section", "verdict", "outcome", "exploratory", "text", "quote", "source", "design", "data",
+    "setting", "metric", "test", "margin", "paper_effect", "baseline", "contender", "baseline_mean",
+    "baseline_std", "contender_mean", "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high",
+    "half_width", "wins", "seeds", "alpha_design", "mde_design", "mde_observed", "mde_basis", "seeds_needed",
+    "p_value", "p_holm", "p_against", "p_against_holm", "p_smaller", "p_smaller_holm", "statistic", "unit",
+    "folder", "command",
 )
 _NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
 
@@ -33,7 +35,7 @@ def _pp(x: float, r: dict[str, Any] | None = None) -> str:
 def _effect(r: dict[str, Any]) -> str:
     k, _ = _scale(r)
     if r.get("test") == "equivalence":
-        return f"parity (±{k * r['margin']:.1f})"
+        return f"parity (±{k * r['margin']:.2g})"
     effect = r.get("paper_effect")
     return f"{_pp(effect, r)}" if effect is not None else "not stated"
 
@@ -58,84 +60,158 @@ def _terms(r: dict[str, Any]) -> str:
     return ", ".join(f"{name} {k * m:.4g} ± {k * s:.2g}{pct}" for name, (m, s) in terms.items())
 
 
+def _mde(r: dict[str, Any]) -> str:
+    """``design / observed`` minimum detectable effects (``–`` where not computable)."""
+    k, _ = _scale(r)
+    parts = [f"{k * v:.2f}" if k == 100.0 else f"{k * v:.3g}" if math.isfinite(v) else "–"
+             for v in (r.get("mde_design", math.nan), r.get("mde_observed", math.nan))]
+    return " / ".join(parts)
+
+
+def _p(x: Any) -> str:
+    return "–" if x is None or x == "" or math.isnan(x) else f"{x:.3g}"
+
+
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """One line per claim: data, metric, difference ± 95 % half-width, the paper's effect, Holm p, verdict."""
+    """One line per claim: data, metric, difference ± 95 % half-width, the paper's effect, the MDE
+    (design / observed), the Holm p (unadjusted for an exploratory run), verdict."""
     lines = ["| claim | data | metric | difference (95 % CI; points unless stated) | paper's effect "
-             "| p (Holm) | verdict |",
-             "|---|---|---|---|---|---|---|"]
+             "| MDE, 80 % power (design / observed) | p (Holm) | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["verdict"] in _NO_RESULT:
-            lines.append(f"| {r['claim']} | {r.get('data') or '–'} | {r['metric']} | – | {_effect(r)} | – "
+            lines.append(f"| {r['claim']} | {r.get('data') or '–'} | {r['metric']} | – | {_effect(r)} "
+                         "| – | – "
                          f"| {r['verdict']} |")
             continue
-        p = r.get("p_holm", math.nan)
         lines.append(f"| {r['claim']} | {r['data']} | {r['metric']} | {_difference(r)} | {_effect(r)} "
-                     f"| {'–' if math.isnan(p) else f'{p:.3g}'} | {r['verdict']} |")
+                     f"| {_mde(r)} | {_p(r.get('p_holm'))} | {r['verdict']} |")
     return "\n".join(lines)
 
 
+def _count(rows: list[dict[str, Any]], budget: str) -> str:
+    """How many claims of the family were reproduced, of those planned (theorem checks apart)."""
+    from hardneg.reproduce.claims import planned_claims
+    from hardneg.reproduce.statistics import EQUIVALENT, REPRODUCED, REPRODUCED_SMALLER
+
+    planned = {c.id for c in planned_claims(budget)}
+    done = [r for r in rows if r["claim"] in planned
+            and r.get("outcome") in (REPRODUCED, REPRODUCED_SMALLER, EQUIVALENT)]
+    ran = [r for r in rows if r["claim"] in planned and r.get("outcome")]
+    return (f"Claims reproduced: {len(done)} of the {len(planned)} planned for this budget ({len(ran)} "
+            "judged here; theorem checks apart, below).")
+
+
+_HOW = (
+    "Each claim is tested as its paper states it, on a metric fixed in advance (the paper's own "
+    "first), at the final epoch (nothing is chosen on test data), from the seed-paired differences "
+    "contender − baseline (same seed: same initial weights, data order and evaluation folds). "
+    "Superiority claims: paired t-tests (reproduced: H0 μ ≤ 0; opposite direction: two-sided; smaller "
+    "than the paper's: H0 μ ≥ the paper's effect); parity claims: two one-sided tests (TOST) within a "
+    "margin derived from the paper. Every claim planned for this budget is in one Holm family fixed "
+    "in advance (a claim that did not run counts as planned), so the chance of any wrong firm verdict "
+    "is at most 5 %. The minimum detectable effect (MDE, 80 % power at the Holm level of the first step "
+    "α/m) is computed from each claim's design SD (its pilot, stated with the claim) and decides "
+    "*underpowered* (MDE above the paper's effect or the margin) against *not shown*; the MDE from the "
+    "run's own SD is shown beside it. A baseline leaving less room below 100 % than the paper's effect "
+    "(or the margin) gives *ceiling*; one seed or a zero spread, *no verdict*. Differences: mean ± "
+    "half-width of the 95 % Student-t interval, in points. Definitions: docs/claims.md."
+)
+_EXPLORATORY = (
+    "**Exploratory** (`--only`): these claims ran alone; their p-values are unadjusted and their "
+    "verdicts are not the family's (the full report, `claims.md`, is the one that counts). The MDE is "
+    "at α = 0.05."
+)
+
+
+def _smaller(r: dict[str, Any]) -> str:
+    """The test of ``H0: μ ≥ paper's effect``, when the claim has one."""
+    p = r.get("p_smaller")
+    if p is None or p == "" or math.isnan(p):
+        return ""
+    return f"; smaller than the paper's: p = {_p(p)}, adjusted {_p(r.get('p_smaller_holm'))}"
+
+
+def _claim_section(r: dict[str, Any]) -> list[str]:
+    lines = [f"## {r['claim']}: {r['verdict']}", "", f"*Claim.* {r['text']}", "",
+             f"*The paper.* “{r['quote']}” — {r['source']}.", ""]
+    if r.get("design"):
+        lines += [f"*Design.* {r['design']}.", ""]
+    if r["verdict"] in _NO_RESULT:
+        lines += [f"*Not run.* {r['setting']}", ""]
+        if r.get("command"):
+            lines += [f"*To run it.* `{r['command']}`", ""]
+        return lines
+    margin = "" if r["margin"] is None else f", margin ±{100 * r['margin']:.2g} points"
+    k, unit = _scale(r)
+    statistic = r.get("statistic") or f"{r['contender']} − {r['baseline']}"
+    points = " points" if unit == "points" else ""
+    mde = ""
+    if "mde_design" in r:
+        design, observed = _mde(r).split(" / ")
+        mde = (f"; MDE at 80 % power (α = {r['alpha_design']:.3g}): design {design}, "
+               f"observed {observed}{points} ({r['mde_basis']} SD decides)")
+    return [
+        *lines,
+        f"*Data.* {r['data']}. *Setting.* {r['setting']}; metric `{r['metric']}` ({r['test']}{margin}).",
+        "",
+        f"*Measured.* {_terms(r)}; per seed `{statistic}` = {_difference(r)}{points} "
+        f"(std {k * r['diff_std']:.3g}), positive on {r['wins']} of {r['seeds']} seeds; "
+        f"p = {r['p_value']:.3g}, Holm-adjusted {_p(r.get('p_holm'))}; "
+        f"against: p = {_p(r.get('p_against'))}, "
+        f"adjusted {_p(r.get('p_against_holm'))}{_smaller(r)}; the paper's effect: {_effect(r)}{mde} "
+        f"(runs in `{r['folder']}`).",
+        "",
+    ]
+
+
 def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | None = None) -> str:
-    """The report as Markdown: how claims are judged, a summary table, one section per claim.
+    """The report as Markdown: how claims are judged, the claims' table, the theorem checks, one
+    section per claim.
 
     ``partial``: the report is incomplete (an interrupted reproduction); the sentence is printed
-    first and every claim without a result says ``interrupted``.
+    first and every claim without a result says ``interrupted``. Rows marked ``exploratory`` (an
+    ``--only`` run) make the report say so first.
     """
     from hardneg import __version__
     from hardneg.pipeline.provenance import source_digest
 
+    claims = [r for r in rows if r.get("section", "claim") == "claim"]
+    theorems = [r for r in rows if r.get("section") == "theorem"]
+    exploratory = any(r.get("exploratory") for r in rows)
     lines = [
-        f"# Reproduction report (budget: {budget})",
+        f"# Reproduction report (budget: {budget}){' — exploratory' if exploratory else ''}",
         "",
         *([f"**Partial report**: {partial}", ""] if partial else []),
-        "Each claim is tested as its paper states it, on a metric fixed in advance (the paper's own "
-        "first), at the final epoch (nothing is chosen on test data), from the seed-paired differences "
-        "contender − baseline (same seed: same initial weights, data order and evaluation folds). "
-        "Superiority claims: one-sided paired t-test; parity claims: two one-sided tests (TOST) within "
-        "the margin stated. All claims of this report form one family: Holm–Bonferroni at α = 0.05 "
-        "(each claim's test and the test against it), so the chance of any wrong firm verdict is at "
-        "most 5 %. A zero spread or one seed gives no verdict; a non-result whose 95 % half-width x "
-        "exceeds the paper's effect is *inconclusive at ±x* (the budget could not show the effect), "
-        "and one whose baseline leaves less room below 100 % than the paper's effect is *at the "
-        "ceiling*. Differences: mean ± half-width of the 95 % Student-t interval, in points.",
+        *([_EXPLORATORY, ""] if exploratory else []),
+        _HOW,
         "",
         f"Code: hardneg {__version__}, source sha256 {source_digest()[:12]}; each run folder records "
         "its config hash (`provenance.json`).",
         "",
-        summary_table(rows),
-        "",
     ]
+    if claims:
+        lines += [summary_table(claims), "", *([] if exploratory else [_count(claims, budget), ""])]
+    if theorems:
+        lines += ["## Theorem checks", "",
+                  "A theorem checked on measured quantities (the bound minus the loss it bounds): a "
+                  "check of the measurement, tested alone (one-sided, α = 0.05: *holds* / *violated*), "
+                  "outside the claims' family and their count.", "", summary_table(theorems), ""]
     for r in rows:
-        lines += [f"## {r['claim']}: {r['verdict']}", "", f"*Claim.* {r['text']}", "",
-                  f"*The paper.* “{r['quote']}” — {r['source']}.", ""]
-        if r["verdict"] in _NO_RESULT:
-            lines += [f"*Not run.* {r['setting']}", ""]
-            if r.get("command"):
-                lines += [f"*To run it.* `{r['command']}`", ""]
-            continue
-        margin = "" if r["margin"] is None else f", margin ±{100 * r['margin']:.1f} points"
-        k, unit = _scale(r)
-        statistic = r.get("statistic") or f"{r['contender']} − {r['baseline']}"
-        points = " points" if unit == "points" else ""
-        lines += [
-            f"*Data.* {r['data']}. *Setting.* {r['setting']}; metric `{r['metric']}` ({r['test']}{margin}).",
-            "",
-            f"*Measured.* {_terms(r)}; per seed `{statistic}` = {_difference(r)}{points} "
-            f"(std {k * r['diff_std']:.3g}), positive on {r['wins']} of {r['seeds']} seeds; "
-            f"p = {r['p_value']:.3g}, Holm-adjusted {r['p_holm']:.3g}; "
-            f"the paper's effect: {_effect(r)} (runs in `{r['folder']}`).",
-            "",
-        ]
+        lines += _claim_section(r)
     return "\n".join(lines)
 
 
-def write_report(rows: list[dict[str, Any]], root: Path, *, budget: str, partial: str | None = None) -> None:
-    """Write ``claims.md``, ``claims.csv`` and ``figures/claims.png`` under ``root`` (``partial``: see
-    :func:`claims_markdown`)."""
+def write_report(
+    rows: list[dict[str, Any]], root: Path, *, budget: str, partial: str | None = None, stem: str = "claims"
+) -> None:
+    """Write ``<stem>.md``, ``<stem>.csv`` and ``figures/<stem>.png`` under ``root`` (``partial``: see
+    :func:`claims_markdown`; ``stem``: ``claims``, or ``claims-only-<ids>`` for an exploratory run)."""
     from hardneg.figures.claims import claims_figure
     from hardneg.pipeline.run_folder import csv_text
 
     root.mkdir(parents=True, exist_ok=True)
     table = [{k: r.get(k, "") for k in _COLUMNS} for r in rows]
-    atomic_write_text(root / "claims.csv", csv_text(table))
-    atomic_write_text(root / "claims.md", claims_markdown(rows, budget=budget, partial=partial) + "\n")
-    claims_figure(rows, root / "figures" / "claims.png", budget=budget)
+    atomic_write_text(root / f"{stem}.csv", csv_text(table))
+    atomic_write_text(root / f"{stem}.md", claims_markdown(rows, budget=budget, partial=partial) + "\n")
+    claims_figure(rows, root / "figures" / f"{stem}.png", budget=budget)

@@ -4,10 +4,14 @@ Each experiment of :data:`~hardneg.reproduce.claims.EXPERIMENTS` is an ordinary 
 under ``OUT/<budget>/<experiment>/``. A finished run is reused only when its recorded config and
 code equal the job's (``provenance.json``), so a changed claim, budget or code is trained again —
 never a stale number. Every claim reads the seed-paired differences ``contender − baseline`` of its
-metric (fixed in advance; the final epoch; nothing chosen on test data) and all claims of the
-report are judged at once (:func:`~hardneg.reproduce.statistics.judge`: Holm–Bonferroni over the
-report). A claim whose baseline leaves less room below 100 % than the paper's effect is reported
-as at the ceiling, not as a failure to reproduce. An experiment whose data is not installed runs
+metric (fixed in advance; the final epoch; nothing chosen on test data) and the claims are judged
+in one Holm family fixed in advance: every claim of the budget, run or not
+(:func:`~hardneg.reproduce.statistics.judge`), with a minimum detectable effect from each claim's
+design. Theorem checks (a bound on measured losses) are judged apart, outside the family. A run
+restricted with ``only`` is *exploratory*: unadjusted p-values, no family verdict, and its report is
+written beside the full one (``claims-only-<ids>.md``), never over it. A claim whose baseline leaves
+less room below 100 % than the paper's effect (or the margin) is reported as at the ceiling. An
+experiment whose data is not installed runs
 its embedded fallback (the report says which ran) or is listed with the command that runs it.
 """
 
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.config.errors import ConfigError
-from hardneg.reproduce.claims import BUDGETS, CLAIMS, EXPERIMENTS, Claim, Experiment
+from hardneg.reproduce.claims import BUDGETS, CLAIMS, EXPERIMENTS, Claim, Experiment, planned_claims
 
 __all__ = [
     "ReproduceInterrupted",
@@ -31,6 +35,10 @@ __all__ = [
     "claim_values",
     "command_for",
     "experiment_config",
+    "judge_rows",
+    "planned_claims",
+    "report_stem",
+    "resume_command",
     "run_reproduce",
 ]
 
@@ -44,13 +52,14 @@ class ReproduceResult:
     rows: list[dict[str, Any]]
     root: Path
     seconds: float = 0.0
+    report: Path | None = None  # claims.md, or claims-only-<ids>.md for an exploratory run
 
 
 class ReproduceInterrupted(Exception):
     """Ctrl-C (or SIGTERM) stopped a reproduction; ``result`` is the partial report written."""
 
     def __init__(self, result: ReproduceResult) -> None:
-        super().__init__(f"interrupted; partial report in {result.root / 'claims.md'}")
+        super().__init__(f"interrupted; partial report in {result.report or result.root / 'claims.md'}")
         self.result = result
 
 
@@ -79,6 +88,22 @@ def experiment_config(
     overrides["compare.strategies"] = [{"name": n, "overrides": dict(ov)} for n, ov in exp.strategies.items()]
     overrides["name"] = exp.id
     return load_config(exp.config, overrides)
+
+
+def report_stem(budget: str, only: Sequence[str] | None) -> str:
+    """``claims`` for the full report; ``claims-only-<ids>`` (ids in the claims' order, joined by
+    ``+``) for an exploratory ``only`` run, written beside it. The ids are checked claim ids."""
+    if not only:
+        return "claims"
+    return "claims-only-" + "+".join(c.id for c in _select(budget, only))
+
+
+def resume_command(budget: str, out: Path, only: Sequence[str] | None) -> str:
+    """The command that continues an interrupted reproduction (keeping its ``--only``)."""
+    args = ["hardneg", "reproduce", "--budget", budget, "--out", str(out)]
+    for claim in only or ():
+        args += ["--only", claim]
+    return shlex.join(args)
 
 
 def command_for(claim: Claim, budget: str, out: Path) -> str:
@@ -168,7 +193,8 @@ def _row(claim: Claim, **extra: Any) -> dict[str, Any]:
     return {"claim": claim.id, "text": claim.text, "quote": claim.quote, "source": claim.source,
             "metric": claim.metric, "baseline": claim.baseline, "contender": claim.contender,
             "statistic": _statistic(claim), "unit": claim.unit,
-            "test": t.kind, "margin": t.margin, "paper_effect": t.paper_effect, **extra}
+            "test": t.kind, "margin": t.margin, "paper_effect": t.paper_effect, "design": claim.design,
+            "section": "theorem" if claim.theorem else "claim", **extra}
 
 
 def _statistic(claim: Claim) -> str:
@@ -189,43 +215,76 @@ def scale(unit: str) -> tuple[float, str]:
 
 
 def _in_units(res: Any, unit: str) -> str:
-    """The verdict with its margin or half-width in the report's units (points of accuracy, or bits)."""
-    from hardneg.reproduce.statistics import EQUIVALENT, INCONCLUSIVE
+    """The verdict with its numbers in the report's units (points of accuracy, or bits)."""
+    from hardneg.reproduce.statistics import describe
 
     k, name = scale(unit)
-    if res.outcome == EQUIVALENT:
-        return f"reproduced (equivalent within ±{k * res.test.margin:.1f} {name})"
-    if res.outcome == INCONCLUSIVE:
-        return f"inconclusive at ±{k * res.half_width:.2f} {name}"
-    return str(res.verdict)
+    return describe(res, k, name)
+
+
+_DIRECTION = {"reproduced": "supported", "reproduced, smaller than the paper's": "supported",
+              "reproduced (equivalent)": "supported", "opposite direction": "against",
+              "not equivalent": "against", "smaller than the paper's": "smaller"}
+_THEOREM = {"reproduced": "holds", "opposite direction": "violated"}
+
+
+def _tests(rows: Sequence[Mapping[str, Any]], planned: Sequence[Claim]) -> dict[str, Any]:
+    """Each claim's design test, with the pilot SD of the experiment that ran it."""
+    claims = {c.id: c for c in CLAIMS}
+    ran = {r["claim"]: r.get("experiment") or claims[r["claim"]].experiment for r in rows}
+    return {c.id: c.design_test(ran.get(c.id, c.experiment)) for c in [*planned, *(claims[i] for i in ran)]}
+
+
+def _headroom(r: Mapping[str, Any]) -> float | None:
+    base = r.get("baseline_mean")
+    if (r.get("unit") or "points") != "points" or base is None or not math.isfinite(base):
+        return None
+    return 1.0 - float(base)
 
 
 def judge_rows(
-    rows: list[dict[str, Any]], diffs: Mapping[str, Sequence[float]], alpha: float = ALPHA
+    rows: list[dict[str, Any]], diffs: Mapping[str, Sequence[float]], alpha: float = ALPHA, *,
+    budget: str = "small", exploratory: bool = False,
 ) -> None:
-    """Fill in each measured row's statistics and verdict (one family: Holm over the report), then
-    the ceiling: a non-firm verdict whose baseline leaves less room than the paper's effect."""
-    from hardneg.reproduce.statistics import CONTRADICTED, EQUIVALENT, NOT_EQUIVALENT, REPRODUCED, judge
+    """Fill in each measured row's statistics, MDE and verdict.
 
-    claims = {c.id: c for c in CLAIMS}
+    The claims form one Holm family fixed in advance, :func:`planned_claims` of ``budget`` (claims
+    not run count in ``m``); theorem checks are judged alone (``holds`` / ``violated``), outside
+    it; ``exploratory`` (an ``--only`` run): every p-value unadjusted and no family verdict.
+    """
+    from hardneg.reproduce.statistics import judge
+
+    by = {c.id: c for c in CLAIMS}
     measured = [r for r in rows if r["claim"] in diffs]
-    results = judge({r["claim"]: diffs[r["claim"]] for r in measured},
-                    {r["claim"]: claims[r["claim"]].test for r in measured}, alpha=alpha)
-    for r in measured:
-        res = results[r["claim"]]
-        supported = res.outcome in (REPRODUCED, EQUIVALENT)
-        against = res.outcome in (CONTRADICTED, NOT_EQUIVALENT)
-        r.update(diff_mean=res.mean, diff_std=res.std, seeds=res.n, wins=res.wins, half_width=res.half_width,
-                 ci_low=res.mean - res.half_width, ci_high=res.mean + res.half_width, p_value=res.p_value,
-                 p_holm=res.p_holm, outcome=res.outcome, verdict=_in_units(res, r.get("unit", "points")),
-                 direction="supported" if supported else "against" if against else "neither")
-        effect, base = r["paper_effect"], r.get("baseline_mean")
-        firm = supported or against
-        accuracy = r.get("unit", "points") == "points"
-        if accuracy and effect is not None and base is not None and not firm and 1.0 - base < effect:
-            r["verdict"] = (f"inconclusive (ceiling: the baseline's {100 * base:.1f} % leaves "
-                            f"{100 * (1 - base):.1f} points, less than the paper's effect of "
-                            f"{100 * effect:.1f})")
+    claims = [r for r in measured if not by[r["claim"]].theorem]
+    theorems = [r for r in measured if by[r["claim"]].theorem]
+    planned = planned_claims(budget)
+    tests = _tests(measured, planned)
+    family = [c.id for c in planned]
+    family += [r["claim"] for r in claims if r["claim"] not in family]
+    results = judge({r["claim"]: diffs[r["claim"]] for r in claims}, tests, alpha=alpha,
+                    planned=family,
+                    headroom={r["claim"]: h for r in claims if (h := _headroom(r)) is not None},
+                    exploratory=exploratory)
+    checks = judge({r["claim"]: diffs[r["claim"]] for r in theorems}, tests, alpha=alpha, exploratory=True)
+    for r in claims:
+        _fill(r, results[r["claim"]], exploratory)
+    for r in theorems:
+        _fill(r, checks[r["claim"]], False)
+        r["verdict"] = _THEOREM.get(r["outcome"], r["verdict"])
+
+
+def _fill(r: dict[str, Any], res: Any, exploratory: bool) -> None:
+    unit = r.get("unit", "points")
+    verdict = _in_units(res, unit)
+    r.update(diff_mean=res.mean, diff_std=res.std, seeds=res.n, wins=res.wins, half_width=res.half_width,
+             ci_low=res.mean - res.half_width, ci_high=res.mean + res.half_width, p_value=res.p_value,
+             p_holm=res.p_holm, p_against=res.p_against, p_against_holm=res.p_against_holm,
+             p_smaller=res.p_smaller, p_smaller_holm=res.p_smaller_holm, alpha_design=res.alpha_design,
+             mde_design=res.mde_design, mde_observed=res.mde_observed, mde_basis=res.mde_basis,
+             seeds_needed=res.seeds_needed, outcome=res.outcome,
+             verdict=f"exploratory: {verdict}" if exploratory else verdict,
+             exploratory=exploratory, direction=_DIRECTION.get(res.outcome, "neither"))
 
 
 def run_reproduce(
@@ -242,8 +301,10 @@ def run_reproduce(
 
     Returns the rows written to ``claims.csv``: per claim its quote and source, the data and
     setting that ran, the metric, the baseline's and contender's mean ± std, the paired difference
-    (mean, std, 95 % interval and half-width, seeds won), the paper's effect, the p-value and its
-    Holm-adjusted value, and the verdict; claims that cannot run here say why and give the command.
+    (mean, std, 95 % interval and half-width, seeds won), the paper's effect, the design's and the
+    observed minimum detectable effect, the p-values and their Holm-adjusted values, and the verdict;
+    claims that cannot run here say why and give the command. With ``only`` the run is exploratory
+    and its report is ``claims-only-<ids>.md`` (and ``.csv``, figure) beside ``claims.md``.
     """
     from hardneg.pipeline.groups import GroupInterrupted, run_compare
     from hardneg.reproduce.report import write_report
@@ -251,6 +312,8 @@ def run_reproduce(
     echo = echo or (lambda msg: print(msg, file=sys.stderr))
     start = time.perf_counter()
     claims = _select(budget, only)
+    exploratory = bool(only)
+    stem = report_stem(budget, only)
     known = sorted({e.needs for e in EXPERIMENTS.values() if e.needs is not None})
     unknown = sorted(set(data or {}) - set(known))
     if unknown:  # a misspelt data set would otherwise be ignored silently
@@ -281,25 +344,27 @@ def run_reproduce(
         try:
             result = run_compare(cfg, folder, resume=not force, force=force, quiet=True, echo=echo)
         except GroupInterrupted as stop:
-            again = shlex.join(["hardneg", "reproduce", "--budget", budget, "--out", str(root)])
+            again = resume_command(budget, root, only)
             left = [c for c in claims if c.experiment in experiments[n:]]
             rows += [_row(c, verdict="interrupted", setting=f"interrupted; continue with `{again}`")
                      for c in left]
-            judge_rows(rows, diffs)
+            judge_rows(rows, diffs, budget=budget, exploratory=exploratory)
             partial = (f"interrupted during `{exp.id}` ({stop.done} of {stop.total} of its runs finished); "
                        f"{len(left)} of {len(claims)} claims have no verdict. `{again}` continues "
                        "(finished runs are reused).")
-            write_report(rows, root / budget, budget=budget, partial=partial)
+            write_report(rows, root / budget, budget=budget, partial=partial, stem=stem)
             raise ReproduceInterrupted(
-                ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start)
+                ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start,
+                                report=root / budget / f"{stem}.md")
             ) from None
         from hardneg.pipeline.groups import run_seed
 
         runs = {label: {run_seed(r): r for r in rs} for label, rs in result.runs.items()}
         for c in mine:
             diffs[c.id], sides = claim_values(c, runs)
-            rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder),
+            rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder), experiment=exp.id,
                              **_measured(c, sides)))
-    judge_rows(rows, diffs)
-    write_report(rows, root / budget, budget=budget)
-    return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start)
+    judge_rows(rows, diffs, budget=budget, exploratory=exploratory)
+    write_report(rows, root / budget, budget=budget, stem=stem)
+    return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start,
+                           report=root / budget / f"{stem}.md")
