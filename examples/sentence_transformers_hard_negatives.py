@@ -1,11 +1,13 @@
 """Hard negatives for sentence embeddings with sentence-transformers' own trainer.
 
 Shows :class:`hardneg.integrations.sentence_transformers.HardNegativesRankingLoss` used exactly
-where ``MultipleNegativesRankingLoss`` would be: columns (anchor, positive, mined negative), each
+where ``MultipleNegativesRankingLoss`` would be, with its argument names (``scale``,
+``similarity_fct``, ``mini_batch_size``): columns (anchor, positive, mined negative), each
 anchor scored against all positives and negatives of the batch, but with the negatives weighted
-by hardness (Robinson et al., ICLR 2021, eq. 4: ``Hard(beta)``) and debiased with the class prior
-``tau_plus`` (Chuang et al., NeurIPS 2020). With ``--cached`` the gradient-cached variant
-(GradCache; Gao et al., 2021) embeds the batch in mini-batches of ``--mini-batch-size``.
+by hardness (Robinson et al., ICLR 2021, eq. 4: ``Hard(beta, detach_weights=True)``, the setting
+that trained best on text) and debiased with the class prior ``tau_plus`` (Chuang et al., NeurIPS
+2020: "debiased MNRL"); in-batch duplicates are masked. With ``--cached`` the gradient-cached
+variant (GradCache; Gao et al., 2021) embeds the batch in mini-batches of ``--mini-batch-size``.
 
 The model is built here, offline: word embeddings over a tiny whitespace vocabulary, mean
 pooling and a dense layer — nothing is downloaded. Replace it with any SentenceTransformer.
@@ -30,10 +32,15 @@ from sentence_transformers import (
     SentenceTransformerTrainer,
     SentenceTransformerTrainingArguments,
 )
-from sentence_transformers.sentence_transformer.modules import Dense, Pooling, WordEmbeddings
-from sentence_transformers.sentence_transformer.modules.tokenizer import WhitespaceTokenizer
 
-from hardneg import ContrastiveLoss, negatives
+try:
+    from sentence_transformers.sentence_transformer.modules import Dense, Pooling, WordEmbeddings
+    from sentence_transformers.sentence_transformer.modules.tokenizer import WhitespaceTokenizer
+except ImportError:  # sentence-transformers before the modules moved
+    from sentence_transformers.models import Dense, Pooling, WordEmbeddings
+    from sentence_transformers.models.tokenizer import WhitespaceTokenizer
+
+from hardneg import negatives
 from hardneg.integrations.sentence_transformers import (
     CachedHardNegativesRankingLoss,
     HardNegativesRankingLoss,
@@ -72,7 +79,7 @@ def main(argv: list[str] | None = None) -> float:
     parser = argparse.ArgumentParser(description="hard negatives with the sentence-transformers trainer")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--beta", type=float, default=1.0)
+    parser.add_argument("--beta", type=float, default=0.05, help="Hard(beta) on the logits scale * cos")
     parser.add_argument("--tau-plus", type=float, default=0.05)
     parser.add_argument("--cached", action="store_true", help="the gradient-cached variant")
     parser.add_argument("--mini-batch-size", type=int, default=4, help="with --cached")
@@ -80,13 +87,12 @@ def main(argv: list[str] | None = None) -> float:
     args = parser.parse_args(argv)
 
     model = tiny_model(args.seed)
-    contrastive = ContrastiveLoss(temperature=0.05, tau_plus=args.tau_plus,
-                                  negatives=negatives.Hard(beta=args.beta), gather_distributed=False)
+    hard = {"tau_plus": args.tau_plus, "negatives": negatives.Hard(beta=args.beta, detach_weights=True)}
     loss: HardNegativesRankingLoss
     if args.cached:
-        loss = CachedHardNegativesRankingLoss(model, loss=contrastive, mini_batch_size=args.mini_batch_size)
+        loss = CachedHardNegativesRankingLoss(model, scale=20.0, mini_batch_size=args.mini_batch_size, **hard)
     else:
-        loss = HardNegativesRankingLoss(model, loss=contrastive)
+        loss = HardNegativesRankingLoss(model, scale=20.0, **hard)
     with tempfile.TemporaryDirectory() as out:
         training = SentenceTransformerTrainingArguments(
             output_dir=out, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
