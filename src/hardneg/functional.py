@@ -79,7 +79,8 @@ def loss_from_scores(
     if validate and not prepared.nonempty:
         check_rows_nonempty(prepared.num_valid())
     weighted = negatives.weigh(prepared)
-    weighted.source = weighted.source or repr(negatives)
+    if not torch.compiler.is_compiling():  # a message only; Dynamo before 2.5 breaks on repr
+        weighted.source = weighted.source or repr(negatives)
     per_anchor = objective(weighted)
     diag: dict[str, float] = {}
     if diagnostics:

@@ -12,7 +12,13 @@ import torch
 
 from hardneg import ContrastiveLoss, negatives
 
-pytestmark = pytest.mark.slow
+_TORCH = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+pytestmark = [
+    pytest.mark.slow,
+    # Older Dynamo breaks the graph on plain Python (attribute arithmetic, repr of a module); the
+    # core's values and gradients are tested on the oldest supported torch, fullgraph on CI's.
+    pytest.mark.skipif(_TORCH < (2, 13), reason="fullgraph compilation is tested on torch >= 2.13"),
+]
 
 CASES: dict[str, dict[str, object]] = {
     "uniform": {},

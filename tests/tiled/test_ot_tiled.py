@@ -171,7 +171,9 @@ def test_log_domain_fallback_when_shifted_sums_underflow() -> None:
         got.append(tiled_sinkhorn(x, x, rule, kernel, tol=1e-4, max_iter=10000, tile=5))
     r32, r64 = got
     assert r32.log_sweeps >= 1 and r64.log_sweeps == 0
-    assert r32.converged and r32.iterations == r64.iterations
+    # the stopping sweep's marginal error lies within float32 round-off of tol (9.99e-5 against
+    # 1e-4 on torch 2.4): float32 and float64 may stop one sweep apart
+    assert r32.converged and abs(r32.iterations - r64.iterations) <= 1
     g32 = r32.g.double()
     torch.testing.assert_close(g32 - g32.mean(), r64.g - r64.g.mean(), rtol=0, atol=2e-5)
     # the float64 potentials give a coupling with the requested marginals

@@ -78,7 +78,8 @@ class NegativeDistribution(nn.Module):
     def forward(self, scores: Scores, *, generator: torch.Generator | None = None) -> WeightedScores:
         """:meth:`prepare` then :meth:`weigh`. Shapes: scores (A, N) → WeightedScores (A, N)."""
         weighted = self.weigh(self.prepare(scores, generator=generator))
-        weighted.source = weighted.source or repr(self)
+        if not torch.compiler.is_compiling():  # a message only; Dynamo before 2.5 breaks on repr
+            weighted.source = weighted.source or repr(self)
         return weighted
 
     def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:

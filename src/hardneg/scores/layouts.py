@@ -209,6 +209,15 @@ def _check_labels(name: str, labels: Tensor | None, n: int) -> Tensor | None:
     return labels
 
 
+def _simclr_mask(b: int, device: torch.device, *, rank: int = 0, world_size: int = 1) -> Tensor:
+    """:func:`simclr_mask` without the cache (what ``torch.compile`` traces into its graph)."""
+    idx = torch.arange(2 * b, device=device)
+    mask = torch.ones(2 * b, 2 * b * world_size, dtype=torch.bool, device=device)
+    mask[idx, rank * 2 * b + idx] = False
+    mask[idx, rank * 2 * b + (idx + b) % (2 * b)] = False
+    return mask
+
+
 @functools.lru_cache(maxsize=8)
 def simclr_mask(b: int, device: torch.device, *, rank: int = 0, world_size: int = 1) -> Tensor:
     """(2B, 2B·W) validity mask of SimCLR's layout: local view ``i`` is candidate ``rank·2B + i``
@@ -218,11 +227,7 @@ def simclr_mask(b: int, device: torch.device, *, rank: int = 0, world_size: int 
     single-process (2B, 2B) mask. Cached; never modified in place (distributions that change the
     mask build a new one).
     """
-    idx = torch.arange(2 * b, device=device)
-    mask = torch.ones(2 * b, 2 * b * world_size, dtype=torch.bool, device=device)
-    mask[idx, rank * 2 * b + idx] = False
-    mask[idx, rank * 2 * b + (idx + b) % (2 * b)] = False
-    return mask
+    return _simclr_mask(b, device, rank=rank, world_size=world_size)
 
 
 def check_two_views(z1: Tensor, z2: Tensor, *, check_finite: bool = True) -> int:
@@ -287,8 +292,8 @@ def simclr_scores(
     pos_idx = (torch.arange(2 * b, device=v.device) + b) % (2 * b)
     positive = (vt * v.roll(b, dims=0)).sum(dim=1)  # (2B,): row dots, no gather from the matrix
     # the cached mask in eager mode; traced into the graph under torch.compile (Dynamo does not
-    # trace through functools.lru_cache)
-    mask = (simclr_mask.__wrapped__ if torch.compiler.is_compiling() else simclr_mask)(b, v.device)
+    # trace through functools.lru_cache, and older Dynamo cannot read its __wrapped__)
+    mask = (_simclr_mask if torch.compiler.is_compiling() else simclr_mask)(b, v.device)
     all_labels = None if labels is None else torch.cat([labels, labels]).to(v.device)
     return Scores(
         positive=positive,
