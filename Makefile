@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 
 # Main job: the papers' claims (Fashion-MNIST when installed, else the embedded digits; the latent-class
 # model; synthetic graphs), each a seeded comparison of negative distributions, judged together
-# (Holm-Bonferroni) as the papers state them; about 4 minutes on 2 cores.
+# (Holm-Bonferroni) as the papers state them; about 11 minutes on 2 cores with Fashion-MNIST.
 run: setup
 	$(VENV)/bin/hardneg reproduce --budget small
 
