@@ -47,12 +47,12 @@ from hardneg.pipeline.resources import check_group_memory
 from hardneg.pipeline.run_folder import (
     GROUP_MARKER,
     FolderLock,
-    RunExists,
     RunResult,
     changed_keys,
     clear_folder,
     csv_text,
     load_result,
+    reclaim_folder,
     run_dir_for,
     run_lock,
     timing_lines,
@@ -320,17 +320,10 @@ def prepare_root(
     (:func:`~hardneg.pipeline.run_folder.clear_folder`, under ``lock``, the caller's
     :func:`~hardneg.pipeline.run_folder.run_lock` of ``root``; taken here when not given).
     """
-    if root.exists() and any(root.iterdir()) and not resume:
-        if not force:
-            raise RunExists(
-                f"folder '{root}' already holds results; pass --resume to reuse finished runs, "
-                f"--force to overwrite, or --out DIR for another folder"
-            )
-        if lock is None:
-            with run_lock(root) as own:
-                clear_folder(own, "group")
-        else:
-            clear_folder(lock, "group")
+    if not resume:
+        reclaim_folder(root, "group", force=force, lock=lock, used=(
+            f"folder '{root}' already holds results; pass --resume to reuse finished runs, "
+            f"--force to overwrite, or --out DIR for another folder"))
     root.mkdir(parents=True, exist_ok=True)
     if not (root / GROUP_MARKER).is_file():
         write_marker(root, kind)

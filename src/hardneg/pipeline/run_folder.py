@@ -58,6 +58,7 @@ __all__ = [
     "is_marked",
     "load_result",
     "prepare_run_dir",
+    "reclaim_folder",
     "run_dir_for",
     "run_lock",
     "timing_lines",
@@ -375,6 +376,21 @@ def clear_folder(lock: FolderLock, kind: str) -> None:
                 entry.unlink()
 
 
+def reclaim_folder(folder: Path, kind: str, *, force: bool, lock: FolderLock | None, used: str) -> None:
+    """A used ``folder`` (not empty) is refused with :class:`RunExists` saying ``used``, unless
+    ``force``: then :func:`clear_folder` empties it under ``lock`` (the caller's
+    :func:`run_lock` of ``folder``; taken here when ``None``). An empty or new folder passes."""
+    if not (folder.exists() and any(folder.iterdir())):
+        return
+    if not force:
+        raise RunExists(used)
+    if lock is None:
+        with run_lock(folder) as own:
+            clear_folder(own, kind)
+    else:
+        clear_folder(lock, kind)
+
+
 @dataclass
 class RunResult:
     """What a finished run produced (also written to ``metrics.json``)."""
@@ -475,17 +491,10 @@ def prepare_run_dir(
         return _with_threads(
             load_config(saved_path, {"train.progress": cfg.train.progress, "out_dir": cfg.out_dir}), threads
         )
-    if not resume and run_dir.exists() and any(run_dir.iterdir()):
-        if not force:
-            raise RunExists(
-                f"run folder '{run_dir}' already holds a run; pass --resume to continue it, "
-                f"--force to overwrite it, or --out DIR for another folder"
-            )
-        if lock is None:
-            with run_lock(run_dir) as own:
-                clear_folder(own, "run")
-        else:
-            clear_folder(lock, "run")
+    if not resume:
+        reclaim_folder(run_dir, "run", force=force, lock=lock, used=(
+            f"run folder '{run_dir}' already holds a run; pass --resume to continue it, "
+            f"--force to overwrite it, or --out DIR for another folder"))
     run_dir.mkdir(parents=True, exist_ok=True)
     write_marker(run_dir, "run")
     return _with_threads(cfg, cfg.train.threads)
