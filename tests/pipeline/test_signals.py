@@ -25,12 +25,20 @@ ROOT = Path(__file__).resolve().parents[2]
 ARGS = tiny("train.epochs=2", "eval.every_n_epochs=1", "eval.figures=false", "eval.linear=false")
 
 
+def _default_hangup() -> None:
+    """Give the child SIGHUP's default action: under ``nohup`` (or any parent that ignores it) the
+    command rightly leaves an ignored SIGHUP ignored, which is not what these tests send it for."""
+    import signal as signals
+
+    signals.signal(signals.SIGHUP, signals.SIG_DFL)
+
+
 def _inject(signal: str, moment: str, run: Path) -> subprocess.CompletedProcess[str]:
     """``hardneg train`` with ``signal`` sent to itself at ``moment`` (see tests/faults/inject.py)."""
     return subprocess.run(
         [sys.executable, "-m", "tests.faults.inject", signal, moment, "--", "train", "digits", *ARGS,
          "--out", str(run), "-q"],
-        cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=300,
+        cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=300, preexec_fn=_default_hangup,
     )
 
 
