@@ -218,17 +218,14 @@ def remove_partial_checkpoints(
     return removed
 
 
-# Keys a run may change between its checkpoints (--resume allows them): not part of its identity.
-_IDENTITY_FREE = ("train.progress", "train.threads", "out_dir", "eval")
-
-
 def config_digest(cfg: Any) -> str:
-    """sha256 of a run's config without the keys ``--resume`` may change (``eval.*``, ``out_dir``,
-    ``train.threads``, ``train.progress``): the identity of the run that a checkpoint records."""
+    """sha256 of a run's config without the keys ``--resume`` may change
+    (:func:`~hardneg.pipeline.run_folder.resume_free`): the identity of the run that a checkpoint
+    records."""
     from hardneg.pipeline.config import flat_config
+    from hardneg.pipeline.run_folder import resume_free
 
-    kept = {k: v for k, v in flat_config(cfg).items()
-            if k not in _IDENTITY_FREE and k.split(".")[0] not in _IDENTITY_FREE}
+    kept = {k: v for k, v in flat_config(cfg).items() if not resume_free(k)}
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
 
 

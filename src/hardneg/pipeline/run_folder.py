@@ -59,6 +59,7 @@ __all__ = [
     "load_result",
     "prepare_run_dir",
     "reclaim_folder",
+    "resume_free",
     "run_dir_for",
     "run_lock",
     "timing_lines",
@@ -70,6 +71,12 @@ __all__ = [
 
 # Keys that may differ between the saved config and the one given with --resume.
 _RESUME_FREE = {"train.progress", "train.threads", "out_dir", "eval"}
+
+
+def resume_free(key: str) -> bool:
+    """Whether the dotted ``key`` may differ between a run's saved config and its ``--resume``
+    (``train.progress``, ``train.threads``, ``out_dir``, ``eval.*``): not part of the run's identity."""
+    return key in _RESUME_FREE or key.split(".")[0] in _RESUME_FREE
 
 
 RUN_MARKER = ".hardneg-run"  # written in every run folder hardneg creates: {"kind": "run", "version": ...}
@@ -417,7 +424,7 @@ def _check_resume_config(saved: RunConfig, new: RunConfig) -> None:
     diff = [
         k
         for k in sorted(a)
-        if a[k] != b.get(k) and k not in _RESUME_FREE and k.split(".")[0] not in _RESUME_FREE
+        if a[k] != b.get(k) and not resume_free(k)
     ]
     if diff:
         listing = ", ".join(f"{k}: {a[k]!r} -> {b.get(k)!r}" for k in diff[:8])
