@@ -7,9 +7,16 @@
 ...                                    negatives=negatives.Hard(beta=1.0))
 >>> loss.shape
 torch.Size([])
+>>> functional.contrastive_loss(z1, z2, details=True).per_anchor.shape   # as ContrastiveLoss
+torch.Size([16])
+
+``contrastive_loss_detailed`` (0.1's name) warns and is removed in 0.3.
 """
 
 from __future__ import annotations
+
+import warnings
+from typing import Literal, overload
 
 import torch
 from torch import Tensor
@@ -92,21 +99,20 @@ def loss_from_scores(
     return LossOutput(loss=reduce(per_anchor, reduction), per_anchor=per_anchor, diagnostics=diag)
 
 
-def contrastive_loss_detailed(
+def _two_view_loss(
     z1: Tensor,
     z2: Tensor,
     *,
-    temperature: float = 0.5,
-    tau_plus: float = 0.0,
-    negatives: NegativeDistribution | None = None,
-    objective: Objective | None = None,
-    normalize: bool = True,
-    reduction: str = "mean",
-    labels: Tensor | None = None,
-    diagnostics: bool = True,
-    generator: torch.Generator | None = None,
+    temperature: float,
+    tau_plus: float,
+    negatives: NegativeDistribution | None,
+    objective: Objective | None,
+    normalize: bool,
+    reduction: str,
+    labels: Tensor | None,
+    diagnostics: bool,
+    generator: torch.Generator | None,
 ) -> LossOutput:
-    """Two-view loss with per-anchor values and diagnostics (see :func:`contrastive_loss`)."""
     objective = resolve_objective(tau_plus, objective)
     scores = simclr_scores(z1, z2, temperature=temperature, normalize=normalize, labels=labels)
     return loss_from_scores(
@@ -117,6 +123,29 @@ def contrastive_loss_detailed(
         diagnostics=diagnostics,
         generator=generator,
     )
+
+
+@overload
+def contrastive_loss(
+    z1: Tensor, z2: Tensor, *, temperature: float = ..., tau_plus: float = ...,
+    negatives: NegativeDistribution | None = ..., objective: Objective | None = ..., normalize: bool = ...,
+    reduction: str = ..., labels: Tensor | None = ..., generator: torch.Generator | None = ...,
+    details: Literal[False] = ...,
+) -> Tensor: ...  # fmt: skip
+@overload
+def contrastive_loss(
+    z1: Tensor, z2: Tensor, *, temperature: float = ..., tau_plus: float = ...,
+    negatives: NegativeDistribution | None = ..., objective: Objective | None = ..., normalize: bool = ...,
+    reduction: str = ..., labels: Tensor | None = ..., generator: torch.Generator | None = ...,
+    details: Literal[True],
+) -> LossOutput: ...  # fmt: skip
+@overload
+def contrastive_loss(
+    z1: Tensor, z2: Tensor, *, temperature: float = ..., tau_plus: float = ...,
+    negatives: NegativeDistribution | None = ..., objective: Objective | None = ..., normalize: bool = ...,
+    reduction: str = ..., labels: Tensor | None = ..., generator: torch.Generator | None = ...,
+    details: bool = ...,
+) -> Tensor | LossOutput: ...  # fmt: skip
 
 
 def contrastive_loss(
@@ -131,24 +160,47 @@ def contrastive_loss(
     reduction: str = "mean",
     labels: Tensor | None = None,
     generator: torch.Generator | None = None,
-) -> Tensor:
+    details: bool = False,
+) -> Tensor | LossOutput:
     """Contrastive loss of two views in SimCLR's layout (2B anchors, N = 2B − 2 negatives).
 
     With the defaults this is SimCLR's NT-Xent; ``tau_plus > 0`` selects the debiased objective
     and ``negatives=Hard(beta)`` the hard negatives of Robinson et al. (ICLR 2021), eq. (4).
+    ``details=True`` returns a :class:`~hardneg.reduction.LossOutput` (per-anchor losses and
+    diagnostics), as :class:`~hardneg.ContrastiveLoss` does.
 
     Shapes: ``z1``, ``z2`` (B, d) → scalar (or (2B,) with ``reduction="none"``).
     """
-    return contrastive_loss_detailed(
-        z1,
-        z2,
-        temperature=temperature,
-        tau_plus=tau_plus,
-        negatives=negatives,
-        objective=objective,
-        normalize=normalize,
-        reduction=reduction,
-        labels=labels,
-        diagnostics=False,
-        generator=generator,
-    ).loss
+    out = _two_view_loss(
+        z1, z2, temperature=temperature, tau_plus=tau_plus, negatives=negatives, objective=objective,
+        normalize=normalize, reduction=reduction, labels=labels, diagnostics=details, generator=generator,
+    )
+    return out if details else out.loss
+
+
+def contrastive_loss_detailed(
+    z1: Tensor,
+    z2: Tensor,
+    *,
+    temperature: float = 0.5,
+    tau_plus: float = 0.0,
+    negatives: NegativeDistribution | None = None,
+    objective: Objective | None = None,
+    normalize: bool = True,
+    reduction: str = "mean",
+    labels: Tensor | None = None,
+    diagnostics: bool = True,
+    generator: torch.Generator | None = None,
+) -> LossOutput:
+    """Deprecated (removed in 0.3): ``contrastive_loss(..., details=True)``, the name
+    :class:`~hardneg.ContrastiveLoss` uses. ``diagnostics=False`` leaves the diagnostics empty."""
+    warnings.warn(
+        "hardneg.functional.contrastive_loss_detailed is deprecated; use "
+        "contrastive_loss(..., details=True) — removed in 0.3",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return _two_view_loss(
+        z1, z2, temperature=temperature, tau_plus=tau_plus, negatives=negatives, objective=objective,
+        normalize=normalize, reduction=reduction, labels=labels, diagnostics=diagnostics, generator=generator,
+    )

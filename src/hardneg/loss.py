@@ -14,66 +14,51 @@ One method per layout of the scores, each returning the loss, or a :class:`LossO
 (given positives, a separate candidate pool), :meth:`~ContrastiveLoss.multi_positive` (several
 positives per anchor); :meth:`~ContrastiveLoss.compute` on precomputed :class:`Scores` is the
 low-level entry. MoCo's queue is a wrapper that owns its enqueue, :class:`hardneg.queue.QueueLoss`.
-The names of 0.1 (``detailed``, ``pair_forward``, ``pair_detailed``, ``multi_positive_detailed``,
-``queue_forward``, ``queue_detailed``) still work and warn (``DeprecationWarning``); they are
-removed in 0.3.
+The class validates its settings into one :class:`~hardneg.loss_engines.PreparedLoss`, which
+:mod:`hardneg.loss_engines` hands to the materialised, tiled (``engine="tiled"``: every
+distribution that states its weights per tile, :mod:`hardneg.negatives.tiling`, with the
+row-reducible objectives InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet) or gathered
+engine (``engine="gathered"``: only the A·K logits of K-subsampled negatives). The 0.1 names
+(``detailed``, ``pair_forward``, ``pair_detailed``, ``multi_positive_detailed``,
+``queue_forward``, ``queue_detailed``) warn and are removed in 0.3 (:mod:`hardneg._loss_aliases`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import warnings
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
 import torch
 from torch import Tensor, nn
 
-from hardneg import distributed
+from hardneg._loss_aliases import DeprecatedAliases
 from hardneg._validation import check_in_interval, check_temperature
-from hardneg.functional import loss_from_scores, resolve_objective
+from hardneg.functional import resolve_objective
+from hardneg.loss_engines import (
+    DEFAULT_MEMORY_BUDGET,
+    PreparedLoss,
+    full_precision,
+    multi_positive_loss,
+    pair_loss,
+    two_view_loss,
+)
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.oracle import CollisionFree
 from hardneg.negatives.subsample import Subsample
 from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
 from hardneg.reduction import LossOutput, check_reduction
-from hardneg.scores import Scores, check_two_views, compute_dtype, pair_scores, prepare_pair, simclr_scores
-
-if TYPE_CHECKING:
-    from hardneg.queue import MemoryQueue
-    from hardneg.tiled.engine import EngineChoice
+from hardneg.scores import Scores
+from hardneg.tiled.choice import ENGINES, EngineChoice
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "ContrastiveLoss"]
 
-DEFAULT_MEMORY_BUDGET = 4 << 30  # bytes: the (A, N) matrices of the materialised engine at ~B = 8000
-REMOVED_IN = "0.3"  # the release that drops the deprecated names of 0.1
+_T = Tensor | None
+_G = torch.Generator | None
+_SETTINGS = frozenset(PreparedLoss.__dataclass_fields__)  # assigning one re-prepares the loss
 
 
-def _deprecated(old: str, new: str) -> None:
-    """Warn that ``ContrastiveLoss.<old>`` is deprecated in favour of ``new`` (at the caller's line)."""
-    warnings.warn(
-        f"ContrastiveLoss.{old} is deprecated; use {new} — removed in {REMOVED_IN}",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-
-
-def full_precision(like: Tensor) -> contextlib.AbstractContextManager[object]:
-    """Mixed precision off inside the loss: under ``torch.autocast`` the similarity matmuls would
-    run in bf16 / fp16 (autocast recasts them whatever their inputs), and every exponent after them
-    would carry a 1e-2 error at t = 0.1. The embeddings are upcast to float32 by
-    :func:`~hardneg.scores.compute_dtype` and every operation of the loss, in both engines, runs in
-    float32; the gradient flows back to the half-precision embeddings as usual.
-    """
-    device = like.device.type if isinstance(like, Tensor) else None  # a bad input: validated later
-    if device is not None and torch.is_autocast_enabled(device):
-        return torch.autocast(device_type=device, enabled=False)
-    return contextlib.nullcontext()
-
-
-class ContrastiveLoss(nn.Module):
-    """Contrastive loss with a controllable negative distribution.
+class ContrastiveLoss(DeprecatedAliases, nn.Module):
+    """Contrastive loss with a controllable negative distribution (example: the module docstring).
 
     ``ContrastiveLoss(temperature=0.5)`` is SimCLR's NT-Xent; ``tau_plus > 0`` is the debiased
     loss (Chuang et al., NeurIPS 2020); ``negatives=Hard(beta)`` with ``tau_plus`` is the hard-negative
@@ -101,40 +86,33 @@ class ContrastiveLoss(nn.Module):
             :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
             ``labels`` in every call.
         memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, about B = 8000 in
-            SimCLR's layout). Beyond it the loss is computed by the tiled engine (and from the
-            speed crossover on, see ``engine``)
-            (:mod:`hardneg.tiled`: memory O((A + N)·d + tile²), the same values and gradients),
-            with the tile side derived from the budget; ``0`` always tiles. The tiled engine
-            supports Uniform/Hard negatives (wrapped in CollisionFree/Subsample) with the
-            row-reducible objectives (InfoNCE, Debiased, Logistic, LogisticMPair).
+            SimCLR's layout). Beyond it the tiled engine computes the loss (:mod:`hardneg.tiled`:
+            memory O((A + N)·d + tile²), the same values and gradients; tile side derived from
+            the budget; ``0`` always tiles) for every distribution that states its weights per
+            tile (``tile_weights()``, :mod:`hardneg.negatives.tiling`: Uniform, Hard, OT, inside
+            CollisionFree/Subsample) with the row-reducible objectives; others raise, saying why.
         tile_size: override the tile side derived from ``memory_budget``.
         compile_tiles: fuse the tiled engine's element-wise work per tile with ``torch.compile``
-            (:mod:`hardneg.tiled.compiled`); the first call compiles for tens of seconds (a C++
-            compiler is needed on a CPU). Off by default: on a 2-core CPU the matrix products
-            dominate and it gave no consistent speed-up.
+            (:mod:`hardneg.tiled.compiled`; the first call compiles for tens of seconds, a C++
+            compiler is needed on a CPU). Off by default: no consistent speed-up on a 2-core CPU.
         gather_distributed: when a ``torch.distributed`` process group with more than one
             process is active, use the candidates of all ranks (with gradients) in every layout
-            (two views, :meth:`pair`, :meth:`multi_positive`, both engines); the reduction is over
-            this rank's anchors, so that DDP's gradient averaging gives exactly the
-            single-process gradient with ``reduction="mean"`` (see :mod:`hardneg.distributed`).
-            Off by default (since 0.2; as in lightly and sentence-transformers): embeddings
-            already gathered by the training loop must not be gathered twice.
-        process_group: the ``torch.distributed`` process group to gather over (``None``: the
-            default group).
+            and engine; the reduction is over this rank's anchors, so that DDP's gradient
+            averaging gives exactly the single-process gradient with ``reduction="mean"``
+            (:mod:`hardneg.distributed`). Off by default (since 0.2; as in lightly and
+            sentence-transformers): embeddings already gathered must not be gathered twice.
+        process_group: the ``torch.distributed`` group to gather over (``None``: the default).
         engine: ``"auto"`` (default): the faster engine within ``memory_budget`` — tiled beyond
-            the budget, and for plain Uniform/Hard negatives also from a measured speed crossover
-            on (on a CPU from B = 512 in SimCLR's layout); ``"materialised"`` (``ValueError``
-            beyond the budget) or ``"tiled"`` to force one. :meth:`engine_for` says which engine
-            a batch gets and why.
+            the budget and, for a tilt the distribution states itself (Uniform, Hard), from a
+            measured speed crossover on (on a CPU from B = 512 in SimCLR's layout); gathered for
+            K-subsampled negatives with ``8·K ≤ N``; ``"materialised"`` (``ValueError`` beyond the
+            budget), ``"tiled"`` or ``"gathered"`` to force one. :meth:`engine_for` says which.
         validate: check the inputs' values (finite embeddings, no empty row of ``mask``, the logit
-            range of unnormalised embeddings, a valid negative for every anchor). ``True``
-            (default): all of a call's data-dependent checks are one boolean reduction read back
-            once (one host synchronisation per call on a GPU; the tiled engine's per-tile work
-            reads no tensor value); inside ``torch.compile`` they become one
-            ``torch._assert_async`` (no graph break). ``False``, the production switch: no check
-            and no host read (NaN/Inf inputs give a NaN loss, not an error; embeddings of norm
-            beyond ~1e19 or below ~1e-19 in float32 are not rescaled before normalising).
-            Shape, dtype and device checks are free and always made.
+            range of unnormalised embeddings, a valid negative for every anchor) in one boolean
+            reduction read back once per call (inside ``torch.compile``: one
+            ``torch._assert_async``). ``False``, the production switch: no check and no host read
+            (NaN/Inf inputs give a NaN loss; norms beyond ~1e19 or below ~1e-19 in float32 are not
+            rescaled before normalising). Shape, dtype and device checks are always made.
     """
 
     def __init__(
@@ -157,23 +135,14 @@ class ContrastiveLoss(nn.Module):
         validate: bool = True,
     ):
         super().__init__()
-        from hardneg.tiled.engine import ENGINES
-
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        self.engine = engine
-        self.validate = bool(validate)
-        self.compile_tiles = bool(compile_tiles)
         if isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget < 0:
             raise ValueError(f"memory_budget must be an int >= 0 (bytes), got {memory_budget!r}")
         if tile_size is not None and (
             isinstance(tile_size, bool) or not isinstance(tile_size, int) or tile_size < 1
         ):
             raise ValueError(f"tile_size must be None or an int >= 1, got {tile_size!r}")
-        self.memory_budget = memory_budget
-        self.tile_size = tile_size
-        self.temperature = check_temperature(temperature)
-        self.tau_plus = check_in_interval("tau_plus", tau_plus, low=0.0, high=1.0)
         if negatives is not None and not isinstance(negatives, NegativeDistribution):
             raise TypeError(
                 f"negatives must be a hardneg.negatives.NegativeDistribution, got {type(negatives).__name__}"
@@ -183,58 +152,43 @@ class ContrastiveLoss(nn.Module):
                 f"objective must be a hardneg.objectives.Objective, got {type(objective).__name__}"
             )
         check_reduction(reduction)
+        self.temperature = check_temperature(temperature)
+        self.tau_plus = check_in_interval("tau_plus", tau_plus, low=0.0, high=1.0)
         neg: NegativeDistribution = Uniform() if negatives is None else negatives
         if collision_free:
             neg = CollisionFree(base=neg)
         if num_negatives is not None:
             neg = Subsample(num_negatives=num_negatives, base=neg)
-        self.negatives = neg
-        self.num_negatives = num_negatives
-        self.collision_free = bool(collision_free)
-        self.gather_distributed = bool(gather_distributed)
-        self.process_group = process_group
-        self.objective = resolve_objective(self.tau_plus, objective)
-        self.normalize = bool(normalize)
-        self.reduction = reduction
+        self.negatives, self.num_negatives, self.objective = neg, num_negatives, resolve_objective(
+            self.tau_plus, objective
+        )
+        self.engine, self.validate, self.compile_tiles = engine, bool(validate), bool(compile_tiles)
+        self.memory_budget, self.tile_size, self.reduction = memory_budget, tile_size, reduction
+        self.collision_free, self.normalize = bool(collision_free), bool(normalize)
+        self.gather_distributed, self.process_group = bool(gather_distributed), process_group
 
-    def _check_labels_given(self, labels: object, name: str = "labels") -> None:
-        if self.collision_free and labels is None:
-            raise ValueError(
-                f"collision_free=True needs {name}: pass integer labels to the call, got {name}=None"
-            )
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in _SETTINGS:
+            self.__dict__.pop("_prepared", None)
+
+    @property
+    def prepared(self) -> PreparedLoss:
+        """The settings as the engines read them (:class:`~hardneg.loss_engines.PreparedLoss`),
+        made once and again only after a setting is assigned."""
+        p = self.__dict__.get("_prepared")
+        if p is None:
+            p = PreparedLoss(**{name: getattr(self, name) for name in _SETTINGS})
+            self.__dict__["_prepared"] = p
+        return p
 
     def scores(self, z1: Tensor, z2: Tensor, *, labels: Tensor | None = None) -> Scores:
         """Step 1 in SimCLR's 2B-view layout (candidates gathered from all ranks when distributed).
 
         ``compute(scores(z1, z2))`` is ``forward(z1, z2, details=True)`` without the tiled engine.
+        Shapes: ``z1``, ``z2`` (B, d); ``labels`` (B,) → :class:`Scores` of (2B, 2B).
         """
-        self._check_labels_given(labels)
-        with full_precision(z1):
-            if self._gathers():
-                return distributed.gathered_simclr_scores(
-                    z1,
-                    z2,
-                    temperature=self.temperature,
-                    normalize=self.normalize,
-                    labels=labels,
-                    group=self.process_group,
-                )
-            return simclr_scores(
-                z1,
-                z2,
-                temperature=self.temperature,
-                normalize=self.normalize,
-                labels=labels,
-                validate=self.validate,
-            )
-
-    def _gathers(self) -> bool:
-        """Whether this call gathers candidates across the ranks of ``process_group`` (a call
-        that could but does not warns once per process: :func:`hardneg.distributed.warn_local_negatives`)."""
-        if self.gather_distributed:
-            return distributed.is_distributed(self.process_group)
-        distributed.warn_local_negatives(self.process_group)
-        return False
+        return self.prepared.scores(z1, z2, labels)
 
     def engine_for(
         self,
@@ -245,271 +199,34 @@ class ContrastiveLoss(nn.Module):
         *,
         num_valid: int | None = None,
     ) -> EngineChoice:
-        """Which engine computes an (A, N) batch, its tile side and why.
+        """Which engine computes an (A, N) batch, its tile side and why:
+        :func:`hardneg.tiled.choice.choose_engine` with this loss's settings (reasons ``"memory
+        budget"``, ``"speed crossover (…)"``, ``"K-subsampled (…)"``, ``"forced"``, ``"below the
+        speed crossover (…)"``, ``"not supported by the tiled engine"``; the crossovers are
+        :data:`~hardneg.tiled.choice.SPEED_CROSSOVER` and
+        :data:`~hardneg.tiled.choice.GATHER_CROSSOVER`). Every engine gives the same values and
+        gradients; the tiled one is the online-softmax recurrence (Milakov & Gimelshein,
+        arXiv:1805.02867, 2018) over tiles, as in Inf-CL (Cheng et al., arXiv:2410.17243, 2024,
+        §3). ``num_valid``: the most valid candidates an anchor has (2B − 2 in SimCLR's layout);
+        a ``Subsample`` with K ≥ ``num_valid`` counts as its base. SimCLR's layout, B per view:
+        ``engine_for(2 * B, 2 * B)`` (times the world size for gathered candidates); :meth:`pair`:
+        ``engine_for(A, N)``; ``dtype``: the embeddings'. Returns an
+        :class:`~hardneg.tiled.choice.EngineChoice` ``(engine, tile, reason)``."""
+        return self.prepared.engine_for(num_anchors, num_candidates, dtype, device, num_valid=num_valid)
 
-        ``engine="auto"`` (the default): the tiled engine (:mod:`hardneg.tiled`) when the
-        materialised (A, N) matrices would exceed ``memory_budget`` (reason ``"memory budget"``),
-        or, for plain Uniform / Hard negatives with a row-reducible objective, when
-        ``A·N ≥ SPEED_CROSSOVER[device type]``, where it is the faster engine (reason ``"speed
-        crossover (…)"``; on a CPU from B = 512 in SimCLR's layout, A = N = 2B; the table
-        is in :data:`hardneg.tiled.engine.SPEED_CROSSOVER` and docs/loss_api.md); else the
-        materialised one. ``engine="materialised"`` / ``"tiled"`` force one (reason ``"forced"``;
-        the former raises ``ValueError`` beyond ``memory_budget``, the latter for what the tiled
-        engine does not support). Both engines give the same values and gradients; the tiled one
-        is the online-softmax recurrence (Milakov & Gimelshein, arXiv:1805.02867, 2018) over
-        tiles, as in Inf-CL (Cheng et al., arXiv:2410.17243, 2024, §3), so its cost is the
-        A·N·d products without the (A, N) memory traffic.
-
-        K-subsampled negatives (``num_negatives=K`` / :class:`~hardneg.negatives.Subsample` over
-        Uniform or Hard, optionally collision-free) take the gathered engine
-        (:mod:`hardneg.tiled.gathered`, reason ``"K-subsampled (…)"``) when
-        ``GATHER_CROSSOVER[device type] · K ≤ N`` (:data:`hardneg.tiled.engine.GATHER_CROSSOVER`)
-        and its (A, K) matrices fit ``memory_budget``: it computes only the A·K drawn logits
-        (O(A·K·d)) and draws the same K negatives as the other engines for the same generator.
-        ``engine="gathered"`` forces it (``ValueError`` without such a ``Subsample``).
-        ``num_valid``: the most valid candidates an anchor has (2B − 2 in SimCLR's layout, which
-        :meth:`forward` passes); a ``Subsample`` with K ≥ ``num_valid`` keeps everything and is
-        chosen for as its base.
-
-        SimCLR's layout with B views per side: ``engine_for(2 * B, 2 * B)`` (times the world size
-        for the candidates when gathering across ranks); :meth:`pair`: ``engine_for(A, N)``.
-        ``dtype``: the embeddings' dtype (half precision is computed in float32). Returns an
-        :class:`~hardneg.tiled.engine.EngineChoice` ``(engine, tile, reason)``.
-        """
-        from hardneg.tiled.engine import choose_engine
-
-        return choose_engine(
-            int(num_anchors),
-            int(num_candidates),
-            compute_dtype(dtype),
-            device,
-            negatives=self.negatives,
-            objective=self.objective,
-            memory_budget=self.memory_budget,
-            tile_size=self.tile_size,
-            engine=self.engine,
-            num_valid=num_valid,
-        )
-
-    def _tiled(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        tile: int | None,
-        excluded: Tensor,
-        mask: Tensor | None = None,
-        anchor_labels: Tensor | None = None,
-        candidate_labels: Tensor | None = None,
-        diagnostics: bool,
-        generator: torch.Generator | None,
-        symmetric: bool = False,
-        positive_roll: int = 0,
-        report: list[tuple[str, Tensor]] | None = None,
-    ) -> LossOutput:
-        """The tiled engine (``tile`` given) or the gathered one (``tile=None``) on prepared
-        inputs; ``positive_roll`` ≠ 0: the positives are the prepared anchors rolled by that many
-        rows (SimCLR's partner views, prepared once)."""
-        from hardneg.tiled.engine import tiled_loss
-        from hardneg.tiled.gathered import gathered_loss
-
-        pp = prepare_pair(
-            anchors,
-            positives,
-            candidates,
-            temperature=self.temperature,
-            mask=mask,
-            normalize=self.normalize,
-            anchor_labels=anchor_labels,
-            candidate_labels=candidate_labels,
-            validate=self.validate,
-            report=report,
-        )
-        positives, positive_norms = pp.positives, pp.positive_norms
-        if positive_roll:
-            positives, positive_norms = (
-                positives.roll(positive_roll, 0),
-                positive_norms.roll(positive_roll, 0),
-            )
-        common: dict[str, Any] = dict(  # the arguments both engines take
-            temperature=pp.temperature,
-            anchor_norms=pp.anchor_norms,
-            positive_norms=positive_norms,
-            candidate_norms=pp.candidate_norms,
-            excluded=excluded,
-            negatives=self.negatives,
-            objective=self.objective,
-            reduction=self.reduction,
-            mask=pp.mask,
-            anchor_labels=pp.anchor_labels,
-            candidate_labels=pp.candidate_labels,
-            diagnostics=diagnostics,
-            generator=generator,
-        )
-        if tile is None:
-            return gathered_loss(pp.anchors, positives, pp.candidates, **common)
-        return tiled_loss(
-            pp.anchors,
-            positives,
-            pp.candidates,
-            tile=tile,
-            symmetric=symmetric,
-            compiled=self.compile_tiles,
-            validate=self.validate,
-            **common,
-        )
-
-    def _two_view_loss(
-        self,
-        z1: Tensor,
-        z2: Tensor,
-        labels: Tensor | None,
-        generator: torch.Generator | None,
-        diagnostics: bool,
-    ) -> LossOutput:
-        """SimCLR's layout, materialised, tiled or gathered as :meth:`engine_for` chooses."""
-        self._check_labels_given(labels)
-        b = check_two_views(z1, z2, check_finite=False)  # finiteness: in the one host read
-        gathered = self._gathers()
-        world = distributed.world_size(self.process_group) if gathered else 1
-        n = 2 * b * world
-        choice = self.engine_for(2 * b, n, z1.dtype, z1.device, num_valid=n - 2)
-        if choice.engine == "materialised":
-            return self.compute(
-                self.scores(z1, z2, labels=labels), diagnostics=diagnostics, generator=generator
-            )
-        if b < 2 and world == 1:
-            raise ValueError(f"batch size B (z1.shape[0]) must be >= 2 to have negatives, got {b}")
-        v = torch.cat([z1, z2], dim=0)
-        rank = distributed.rank(self.process_group) if gathered else 0
-        idx = torch.arange(2 * b, device=v.device)
-        excluded = torch.stack([rank * 2 * b + idx, rank * 2 * b + (idx + b) % (2 * b)], dim=1)
-        view_labels = None if labels is None else torch.cat([labels, labels]).to(v.device)
-        candidates, cand_labels = v, view_labels
-        if gathered:
-            distributed.check_equal_sizes("the views z1, z2", z1, self.process_group)
-            candidates = distributed.all_gather_with_grad(v, group=self.process_group)
-            cand_labels = (
-                None
-                if view_labels is None
-                else distributed.all_gather_no_grad(view_labels, group=self.process_group)
-            )
-        return self._tiled(
-            v,
-            v,  # rolled by b once prepared: each view's partner
-            candidates,
-            tile=choice.tile,
-            excluded=excluded,
-            anchor_labels=view_labels,
-            candidate_labels=cand_labels,
-            diagnostics=diagnostics,
-            generator=generator,
-            symmetric=not gathered,
-            positive_roll=b,
-            report=[("z1", z1), ("z2", z2)],
-        )
-
-    def _pair_loss(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        mask: Tensor | None,
-        anchor_labels: Tensor | None,
-        candidate_labels: Tensor | None,
-        generator: torch.Generator | None,
-        diagnostics: bool,
-        gather: bool = True,
-    ) -> LossOutput:
-        """The pair layout, materialised, tiled or gathered as :meth:`engine_for` chooses; with
-        ``gather`` (and ``gather_distributed``) the candidates, their labels and the mask are
-        gathered."""
-        self._check_labels_given(anchor_labels, "anchor_labels")
-        self._check_labels_given(candidate_labels, "candidate_labels")
-        if gather and self._gathers() and isinstance(candidates, Tensor):
-            group = self.process_group
-            distributed.check_equal_sizes("the candidates", candidates, group)
-            if mask is not None and isinstance(mask, Tensor) and mask.dim() == 2:
-                mask = distributed.local_block(mask, fill=True, group=group)
-            if candidate_labels is not None and isinstance(candidate_labels, Tensor):
-                candidate_labels = distributed.all_gather_no_grad(candidate_labels, group=group)
-            candidates = distributed.all_gather_with_grad(candidates, group=group)
-        choice = (
-            self.engine_for(int(anchors.shape[0]), int(candidates.shape[0]), anchors.dtype, anchors.device)
-            if anchors.dim() == 2 and isinstance(candidates, Tensor) and candidates.dim() == 2
-            else None
-        )
-        if choice is not None and choice.engine != "materialised":
-            excluded = torch.full((anchors.shape[0], 1), -1, dtype=torch.int64, device=anchors.device)
-            return self._tiled(
-                anchors,
-                positives,
-                candidates,
-                tile=choice.tile,
-                excluded=excluded,
-                mask=mask,
-                anchor_labels=anchor_labels,
-                candidate_labels=candidate_labels,
-                diagnostics=diagnostics,
-                generator=generator,
-            )
-        scores = pair_scores(
-            anchors,
-            positives,
-            candidates,
-            temperature=self.temperature,
-            mask=mask,
-            normalize=self.normalize,
-            anchor_labels=anchor_labels,
-            candidate_labels=candidate_labels,
-            validate=self.validate,
-        )
-        return self.compute(scores, diagnostics=diagnostics, generator=generator)
-
-    # -- one forward per layout ----------------------------------------------------------------
+    # -- one forward per layout: the loss, or a LossOutput with details=True --------------------
     @overload
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor,
-        *,
-        labels: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: Literal[False] = ...,
-    ) -> Tensor: ...
-
+    def forward(self, z1: Tensor, z2: Tensor, *, labels: _T = ..., generator: _G = ...,
+                details: Literal[False] = ...) -> Tensor: ...  # fmt: skip
     @overload
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor,
-        *,
-        labels: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: Literal[True],
-    ) -> LossOutput: ...
-
+    def forward(self, z1: Tensor, z2: Tensor, *, labels: _T = ..., generator: _G = ...,
+                details: Literal[True]) -> LossOutput: ...  # fmt: skip
     @overload
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor,
-        *,
-        labels: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: bool = ...,
-    ) -> Tensor | LossOutput: ...
+    def forward(self, z1: Tensor, z2: Tensor, *, labels: _T = ..., generator: _G = ...,
+                details: bool = ...) -> Tensor | LossOutput: ...  # fmt: skip
 
     def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor,
-        *,
-        labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-        details: bool = False,
+        self, z1: Tensor, z2: Tensor, *, labels: _T = None, generator: _G = None, details: bool = False
     ) -> Tensor | LossOutput:
         """SimCLR's layout: two views, each view's partner its positive, the other 2B − 2 views
         (of all ranks when distributed) its candidate negatives.
@@ -521,53 +238,21 @@ class ContrastiveLoss(nn.Module):
         ``reduction="none"``).
         """
         with full_precision(z1):
-            out = self._two_view_loss(z1, z2, labels, generator, diagnostics=details)
+            out = two_view_loss(self.prepared, z1, z2, labels, generator, diagnostics=details)
         return out if details else out.loss
 
     @overload
-    def pair(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        mask: Tensor | None = ...,
-        anchor_labels: Tensor | None = ...,
-        candidate_labels: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: Literal[False] = ...,
-        gather: bool = ...,
-    ) -> Tensor: ...
-
+    def pair(self, anchors: Tensor, positives: Tensor, candidates: Tensor, *, mask: _T = ...,
+             anchor_labels: _T = ..., candidate_labels: _T = ..., generator: _G = ...,
+             details: Literal[False] = ..., gather: bool = ...) -> Tensor: ...  # fmt: skip
     @overload
-    def pair(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        mask: Tensor | None = ...,
-        anchor_labels: Tensor | None = ...,
-        candidate_labels: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: Literal[True],
-        gather: bool = ...,
-    ) -> LossOutput: ...
-
+    def pair(self, anchors: Tensor, positives: Tensor, candidates: Tensor, *, mask: _T = ...,
+             anchor_labels: _T = ..., candidate_labels: _T = ..., generator: _G = ...,
+             details: Literal[True], gather: bool = ...) -> LossOutput: ...  # fmt: skip
     @overload
-    def pair(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        mask: Tensor | None = ...,
-        anchor_labels: Tensor | None = ...,
-        candidate_labels: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: bool = ...,
-        gather: bool = ...,
-    ) -> Tensor | LossOutput: ...
+    def pair(self, anchors: Tensor, positives: Tensor, candidates: Tensor, *, mask: _T = ...,
+             anchor_labels: _T = ..., candidate_labels: _T = ..., generator: _G = ...,
+             details: bool = ..., gather: bool = ...) -> Tensor | LossOutput: ...  # fmt: skip
 
     def pair(
         self,
@@ -575,10 +260,10 @@ class ContrastiveLoss(nn.Module):
         positives: Tensor,
         candidates: Tensor,
         *,
-        mask: Tensor | None = None,
-        anchor_labels: Tensor | None = None,
-        candidate_labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
+        mask: _T = None,
+        anchor_labels: _T = None,
+        candidate_labels: _T = None,
+        generator: _G = None,
         details: bool = False,
         gather: bool = True,
     ) -> Tensor | LossOutput:
@@ -597,54 +282,24 @@ class ContrastiveLoss(nn.Module):
         with ``details=True``.
         """
         with full_precision(anchors):
-            out = self._pair_loss(
-                anchors,
-                positives,
-                candidates,
-                mask=mask,
-                anchor_labels=anchor_labels,
-                candidate_labels=candidate_labels,
-                generator=generator,
-                diagnostics=details,
-                gather=gather,
+            out = pair_loss(
+                self.prepared, anchors, positives, candidates, mask=mask, anchor_labels=anchor_labels,
+                candidate_labels=candidate_labels, generator=generator, diagnostics=details, gather=gather,
             )
         return out if details else out.loss
 
     @overload
-    def multi_positive(
-        self,
-        anchors: Tensor,
-        candidates: Tensor,
-        positive_mask: Tensor,
-        *,
-        exclude: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: Literal[False] = ...,
-    ) -> Tensor: ...
-
+    def multi_positive(self, anchors: Tensor, candidates: Tensor, positive_mask: Tensor, *,
+                       exclude: _T = ..., generator: _G = ...,
+                       details: Literal[False] = ...) -> Tensor: ...  # fmt: skip
     @overload
-    def multi_positive(
-        self,
-        anchors: Tensor,
-        candidates: Tensor,
-        positive_mask: Tensor,
-        *,
-        exclude: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: Literal[True],
-    ) -> LossOutput: ...
-
+    def multi_positive(self, anchors: Tensor, candidates: Tensor, positive_mask: Tensor, *,
+                       exclude: _T = ..., generator: _G = ...,
+                       details: Literal[True]) -> LossOutput: ...  # fmt: skip
     @overload
-    def multi_positive(
-        self,
-        anchors: Tensor,
-        candidates: Tensor,
-        positive_mask: Tensor,
-        *,
-        exclude: Tensor | None = ...,
-        generator: torch.Generator | None = ...,
-        details: bool = ...,
-    ) -> Tensor | LossOutput: ...
+    def multi_positive(self, anchors: Tensor, candidates: Tensor, positive_mask: Tensor, *,
+                       exclude: _T = ..., generator: _G = ...,
+                       details: bool = ...) -> Tensor | LossOutput: ...  # fmt: skip
 
     def multi_positive(
         self,
@@ -652,8 +307,8 @@ class ContrastiveLoss(nn.Module):
         candidates: Tensor,
         positive_mask: Tensor,
         *,
-        exclude: Tensor | None = None,
-        generator: torch.Generator | None = None,
+        exclude: _T = None,
+        generator: _G = None,
         details: bool = False,
     ) -> Tensor | LossOutput:
         """Several positives per anchor among one candidate pool (quick-thoughts).
@@ -671,158 +326,21 @@ class ContrastiveLoss(nn.Module):
         bool → scalar (or (A,) with ``reduction="none"``); a :class:`LossOutput` with
         ``details=True``.
         """
-        from hardneg.scores import multi_positive_scores
-
-        if self.collision_free:
-            raise ValueError("collision_free needs labels; multi_positive takes none")
-        if self._gathers() and isinstance(candidates, Tensor):
-            group = self.process_group
-            distributed.check_equal_sizes("the candidates", candidates, group)
-            if isinstance(positive_mask, Tensor) and positive_mask.dim() == 2:
-                positive_mask = distributed.local_block(positive_mask, fill=False, group=group)
-            if isinstance(exclude, Tensor) and exclude.dim() == 2:
-                exclude = distributed.local_block(exclude, fill=False, group=group)
-            candidates = distributed.all_gather_with_grad(candidates, group=group)
-        with full_precision(anchors):
-            scores = multi_positive_scores(
-                anchors,
-                candidates,
-                positive_mask,
-                temperature=self.temperature,
-                exclude=exclude,
-                normalize=self.normalize,
-            )
-            out = self.compute(scores, diagnostics=details, generator=generator)
+        out = multi_positive_loss(
+            self.prepared, anchors, candidates, positive_mask, exclude=exclude, generator=generator,
+            diagnostics=details,
+        )
         return out if details else out.loss
 
-    def compute(
-        self, scores: Scores, *, diagnostics: bool = False, generator: torch.Generator | None = None
-    ) -> LossOutput:
+    def compute(self, scores: Scores, *, diagnostics: bool = False, generator: _G = None) -> LossOutput:
         """Steps 2–4 on precomputed :class:`Scores` (any layout; the low-level entry).
 
         Always a :class:`LossOutput`; ``diagnostics=True`` fills its diagnostics. Materialised (no
         tiling): build the scores with :meth:`scores` (SimCLR's layout),
         :func:`~hardneg.scores.pair_scores` or :func:`~hardneg.scores.multi_positive_scores`.
+        Shapes: :class:`Scores` of (A, N) → per-anchor losses (A,).
         """
-        with full_precision(scores.logits):
-            return loss_from_scores(
-                scores,
-                negatives=self.negatives,
-                objective=self.objective,
-                reduction=self.reduction,
-                diagnostics=diagnostics,
-                generator=generator,
-                validate=self.validate,
-            )
-
-    # -- deprecated names (0.1): one-line delegates, removed in 0.3 ----------------------------
-    def detailed(
-        self,
-        z1: Tensor,
-        z2: Tensor,
-        *,
-        labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """Deprecated: ``loss_fn(z1, z2, details=True)`` (:meth:`forward`)."""
-        _deprecated("detailed", "loss_fn(z1, z2, details=True)")
-        return self.forward(z1, z2, labels=labels, generator=generator, details=True)
-
-    def pair_detailed(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        mask: Tensor | None = None,
-        anchor_labels: Tensor | None = None,
-        candidate_labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """Deprecated: :meth:`pair` with ``details=True``."""
-        _deprecated("pair_detailed", "pair(..., details=True)")
-        return self.pair(
-            anchors,
-            positives,
-            candidates,
-            mask=mask,
-            anchor_labels=anchor_labels,
-            candidate_labels=candidate_labels,
-            generator=generator,
-            details=True,
-        )
-
-    def pair_forward(
-        self,
-        anchors: Tensor,
-        positives: Tensor,
-        candidates: Tensor,
-        *,
-        mask: Tensor | None = None,
-        anchor_labels: Tensor | None = None,
-        candidate_labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> Tensor:
-        """Deprecated: :meth:`pair`."""
-        _deprecated("pair_forward", "pair(...)")
-        return self.pair(
-            anchors,
-            positives,
-            candidates,
-            mask=mask,
-            anchor_labels=anchor_labels,
-            candidate_labels=candidate_labels,
-            generator=generator,
-        )
-
-    def multi_positive_detailed(
-        self,
-        anchors: Tensor,
-        candidates: Tensor,
-        positive_mask: Tensor,
-        *,
-        exclude: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """Deprecated: :meth:`multi_positive` with ``details=True``."""
-        _deprecated("multi_positive_detailed", "multi_positive(..., details=True)")
-        return self.multi_positive(
-            anchors, candidates, positive_mask, exclude=exclude, generator=generator, details=True
-        )
-
-    def queue_detailed(
-        self,
-        q: Tensor,
-        k: Tensor,
-        queue: MemoryQueue,
-        *,
-        labels: Tensor | None = None,
-        enqueue: bool = True,
-        generator: torch.Generator | None = None,
-        diagnostics: bool = True,
-    ) -> LossOutput:
-        """Deprecated: ``QueueLoss(loss_fn, queue)(q, k, details=True)`` (:mod:`hardneg.queue`)."""
-        from hardneg.queue import QueueLoss
-
-        _deprecated("queue_detailed", "hardneg.queue.QueueLoss(loss_fn, queue)(q, k, details=True)")
-        out = QueueLoss(self, queue)(q, k, labels=labels, enqueue=enqueue, generator=generator, details=True)
-        return out if diagnostics else replace(out, diagnostics={})
-
-    def queue_forward(
-        self,
-        q: Tensor,
-        k: Tensor,
-        queue: MemoryQueue,
-        *,
-        labels: Tensor | None = None,
-        enqueue: bool = True,
-        generator: torch.Generator | None = None,
-    ) -> Tensor:
-        """Deprecated: ``QueueLoss(loss_fn, queue)(q, k)`` (:mod:`hardneg.queue`)."""
-        from hardneg.queue import QueueLoss
-
-        _deprecated("queue_forward", "hardneg.queue.QueueLoss(loss_fn, queue)(q, k)")
-        return QueueLoss(self, queue)(q, k, labels=labels, enqueue=enqueue, generator=generator)
+        return self.prepared.compute(scores, diagnostics=diagnostics, generator=generator)
 
     def extra_repr(self) -> str:
         return (

@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from hardneg.cli import app
+from hardneg.pipeline.history import read_history
 from tests.pipeline.helpers import tiny
 
 runner = CliRunner()
@@ -131,7 +132,7 @@ def test_compare_writes_a_table_over_strategies_and_seeds(tmp_path):
     for row in rows:
         saved = (out / row["run"] / "config.yaml").read_text()
         assert "epochs: 2" in saved
-        assert len(json.loads((out / row["run"] / "metrics.json").read_text())["history"]) == 2
+        assert len(read_history(out / row["run"] / "metrics.csv")) == 2
 
 
 def test_sweep_over_beta_writes_table_and_curve(tmp_path):

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 
+from hardneg.pipeline.history import read_history
 from tests.pipeline.helpers import cli_env, tiny
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +97,7 @@ def _env() -> dict[str, str]:
 def _outputs(run: Path) -> tuple[dict, dict[str, torch.Tensor]]:
     metrics = json.loads((run / "metrics.json").read_text())
     state = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
-    return {"history": metrics["history"], "eval": metrics["eval"]}, state
+    return {"history": read_history(run / "metrics.csv"), "eval": metrics["eval"]}, state
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from hardneg.pipeline.history import read_history
+
 from .helpers import run_cli, tiny
 
 
@@ -16,10 +18,11 @@ def test_two_process_ddp_gathers_negatives_and_writes_one_run(tmp_path):
                                               "eval.figures=false"), "--out", str(run), "-q"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     data = json.loads((run / "metrics.json").read_text())
+    history = read_history(run / "metrics.csv")
     # each process has B = 64 images -> 2B = 128 views; gathered over 2 processes every anchor
     # sees 2 * 128 - 2 = 254 candidates (without the gather it would be 126)
-    assert [row["num_negatives"] for row in data["history"]] == [254.0, 254.0]
+    assert [row["num_negatives"] for row in history] == [254.0, 254.0]
     # 256 images, 2 processes, batch 64 -> 2 steps per epoch and process: one row per epoch
-    assert [row["epoch"] for row in data["history"]] == [0.0, 1.0]
+    assert [row["epoch"] for row in history] == [0.0, 1.0]
     assert set(data["eval"]) >= {"linear_top1", "knn_top1", "mean_top1"}
     assert done.stdout.count("linear_top1=") == 1  # only the global-zero process reports

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hardneg.pipeline.history import read_history
 from tests.pipeline.helpers import cli_env
 
 HERE = Path(__file__).parent
@@ -39,7 +40,7 @@ def test_toy_modality_trains_through_the_cli(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     metrics = json.loads((out / "metrics.json").read_text())
-    assert len(metrics["history"]) == 2
+    assert len(read_history(out / "metrics.csv")) == 2
     assert 0.0 <= metrics["eval"]["linear_top1"] <= 1.0
     # a key the toy section does not declare is refused before any file is written
     bad = tmp_path / "bad"

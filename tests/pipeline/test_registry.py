@@ -3,7 +3,6 @@ through the CLI; a config key that does not belong to the chosen component is re
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.history import read_history
 from hardneg.pipeline.registry import NEGATIVES
 
 from .helpers import tiny
@@ -96,7 +96,7 @@ def test_user_distribution_trains_one_epoch_through_the_cli(plugin_dir: Path, tm
     env = {**os.environ, "PYTHONPATH": env_path + os.pathsep + os.environ.get("PYTHONPATH", "")}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert len(metrics["history"]) == 1 and metrics["history"][0]["loss"] > 0
-    assert 0 < metrics["history"][0]["ess_fraction"] < 1  # non-uniform weights were used
+    history = read_history(out / "metrics.csv")
+    assert len(history) == 1 and history[0]["loss"] > 0
+    assert 0 < history[0]["ess_fraction"] < 1  # non-uniform weights were used
     assert "farthest(gamma=2.0)" in (out / "summary.md").read_text()

@@ -2,7 +2,7 @@
 
 Before: SIGTERM (``kill``, ``timeout``, SLURM, containers) ended ``hardneg train`` with exit code
 0, no message and no ``metrics.json``; a checkpoint save cut short by SIGINT or SIGKILL lost the
-epoch's row of ``logs/csv/metrics.csv`` for good, and the notice said the run "starts from scratch"
+epoch's row of ``metrics.csv`` for good, and the notice said the run "starts from scratch"
 while ``--resume`` continued from ``epoch000.ckpt``; Ctrl-C before the run folder existed exited
 silently; resuming a copied run folder printed Lightning's "dirpath has changed" warning.
 """
@@ -59,7 +59,7 @@ def _eval(run: Path) -> dict:
 
 
 def _log(run: Path) -> str:
-    return (run / "logs" / "csv" / "metrics.csv").read_text()
+    return (run / "metrics.csv").read_text()
 
 
 def test_sigterm_stops_training_like_ctrl_c_and_the_run_resumes(reference, tmp_path):

@@ -258,7 +258,7 @@ def _print_group(result, label: str, wall: float, quiet: bool) -> None:  # type:
     from hardneg.pipeline.run_folder import timing_lines
 
     seeds = max((len(v) for v in result.runs.values()), default=0)
-    typer.echo(format_table(result.table, label=label, seeds=seeds))
+    typer.echo(format_table(result.table, label=label, metrics=result.metrics, seeds=seeds))
     table = paired_table(result)
     if table:
         typer.echo(f"\npaired differences to {next(iter(result.runs))} (same seeds):\n{table}")
@@ -328,6 +328,10 @@ def reproduce(
         "--device", help="cpu or gpu (default: the budget's; paper runs on the GPU)")] = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
+    markdown: Annotated[bool, typer.Option(
+        "--markdown", help="then write docs/results/reproduce-small.json and rewrite README.md's findings "
+                           "block and docs/studies.md's make-run tables from the report (run from the "
+                           "repository root; --budget small, without --only)")] = False,
 ) -> None:
     """Run the papers' claims as seeded comparisons -> claims.md, claims.csv, figures/claims.png."""
     _quiet_lightning()
@@ -338,6 +342,12 @@ def reproduce(
         roots = _data_roots(data)
         if device is not None and device not in ("cpu", "gpu"):
             raise ValueError(f"--device must be cpu or gpu, got {device!r}")
+        if markdown and (budget != "small" or only):
+            raise ValueError("--markdown renders make run's full report: it needs --budget small without "
+                             f"--only, got --budget {budget}{' with --only' if only else ''}")
+        if markdown and not (Path("README.md").is_file() and Path("docs/studies.md").is_file()):
+            raise ValueError("--markdown must run from the repository root (README.md and docs/studies.md "
+                             f"beside it), got {str(Path.cwd())!r}")
         result = run_reproduce(budget=budget, out=out, only=only, force=force, data=roots, device=device,
                                echo=(lambda msg: None) if quiet else _echo)
     except _USER_ERRORS as err:
@@ -371,6 +381,17 @@ def reproduce(
         report = result.report or result.root / "claims.md"
         _echo(f"\nreport: {report} ({report.stem}.csv, figures/{report.stem}.png)")
         _echo(f"wall time: {time.perf_counter() - start:.1f} s")
+    if markdown:
+        from hardneg.reproduce.markdown import update_findings
+
+        try:
+            update_findings(result.root, snapshot=Path("docs/results/reproduce-small.json"),
+                            readme=Path("README.md"), studies=Path("docs/studies.md"),
+                            seconds=time.perf_counter() - start)
+        except (OSError, ValueError) as err:
+            raise _fail(err) from None
+        _echo("rewrote README.md's findings block and docs/studies.md's make-run tables "
+              "(snapshot: docs/results/reproduce-small.json)")
 
 
 def _data_roots(items: list[str] | None) -> dict[str, str]:

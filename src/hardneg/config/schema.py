@@ -1,10 +1,17 @@
 """The experiment schema: pydantic models, one per config section.
 
 Every model forbids unknown keys and rejects NaN/Inf; numeric constraints, choices and types are
-declared on the fields and checked by pydantic. ``loss.negatives`` and ``loss.objective`` are
-*component sections* (``{name: hard, beta: 1.0}``) whose keys depend on the chosen ``name``: they
-are checked against the registries of :mod:`hardneg.pipeline.registry` (see
-:func:`hardneg.pipeline.config.validate`).
+declared on the fields and checked by pydantic. Some sections' keys depend on a name chosen
+elsewhere in the config; each such section is one base model here and one subclass per name,
+validated with the subclass of the chosen name (:func:`hardneg.pipeline.config.validate`):
+
+- ``data`` and ``eval`` (:class:`DataSection`, :class:`EvalSection`): the subclasses the modality of
+  ``data.dataset`` declares (:class:`hardneg.modalities.Modality`);
+- ``moco`` (:class:`MocoSection`): :func:`moco_section` of ``train.mode``.
+
+``loss.negatives`` and ``loss.objective`` are *component sections* (``{name: hard, beta: 1.0}``)
+whose keys depend on the chosen ``name``: they are checked against the registries of
+:mod:`hardneg.pipeline.registry`.
 """
 
 from __future__ import annotations
@@ -27,14 +34,16 @@ Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 __all__ = [
     "CompareConfig",
     "DataSection",
-    "EvalConfig",
+    "EvalSection",
     "LossConfig",
     "MocoConfig",
+    "MocoSection",
     "ModelConfig",
     "RunConfig",
     "Section",
     "SweepConfig",
     "TrainConfig",
+    "moco_section",
 ]
 
 
@@ -58,10 +67,6 @@ class Section(BaseModel):
             if bool not in _members(annotation) and _members(annotation) & {int, float}:
                 raise ValueError("must be a number, not a boolean")
         return value
-
-
-
-
 
 
 class DataSection(Section):
@@ -170,43 +175,46 @@ class TrainConfig(Section):
     num_workers: int = Field(0, ge=0, description="DataLoader worker processes (0: the main process)")
 
 
-class MocoConfig(Section):
+class MocoSection(Section):
+    """Base of the ``moco`` section: no keys (``train.mode: simclr`` has no momentum encoder or queue).
+
+    The section's keys depend on ``train.mode`` (:func:`moco_section`), the way ``data`` and
+    ``eval`` depend on the modality: a ``moco.*`` key set in SimCLR mode is an error naming the mode.
+    """
+
+
+class MocoConfig(MocoSection):
     """MoCo-v2 (Robinson et al., ICLR 2021, App. C.1): momentum encoder and a queue of negatives."""
 
     queue_size: int = Field(4096, ge=1, description="negatives kept in the queue")
     momentum: float = Field(0.99, ge=0.0, lt=1.0, description="momentum m of the key encoder")
 
 
-class EvalConfig(Section):
-    """Evaluation of the frozen backbone."""
+def moco_section(mode: str) -> type[MocoSection]:
+    """The schema of ``moco`` for ``train.mode`` ``mode``: :class:`MocoConfig` for ``moco``, else no keys.
 
-    linear: bool = Field(True, description="linear readout")
-    linear_C: float = Field(1.0, gt=0.0, description="inverse L2 strength of the linear readout")
-    knn: bool = Field(True, description="weighted kNN (top-1 / top-5)")
-    knn_k: int = Field(200, ge=1, description="neighbours of the weighted kNN")
-    knn_temperature: float = Field(0.1, gt=0.0, description="temperature of the kNN weights")
-    mean_classifier: bool = Field(True, description="mean classifier (Arora et al.)")
-    kwise: list[PositiveInt] = Field(
-        default_factory=lambda: [1], description="k of the average (k+1)-way accuracy"
-    )
-    kwise_tasks: int = Field(500, ge=1, description="sampled tasks per k")
-    mean_shots: list[PositiveInt] = Field(
-        default_factory=list, description="mean classifier from k samples per class (Arora et al.'s mu-5)"
-    )
-    latent_table: bool = Field(
-        False, description="Arora et al.'s Table 1: Tr / mu / mu-5 on avg-2, avg-10, top-1, top-10"
-    )
-    senteval: str | None = Field(None, description="sentences: SentEval folder (None: from packages)")
-    senteval_tasks: list[str] | None = Field(
-        None, description="sentences: SentEval tasks (None: all in the folder; MR, CR, SUBJ, TREC prepared)"
-    )
-    senteval_folds: int = Field(10, ge=2, description="sentences: outer and inner CV folds (SentEval: 10)")
-    every_n_epochs: int = Field(0, ge=0, description="online kNN accuracy every n epochs (0 = off)")
-    svm: bool = Field(True, description="graphs: SVM readout, C by inner CV")
-    logistic: bool = Field(True, description="graphs: logistic-regression readout, C by inner CV")
-    cv_folds: int = Field(10, ge=2, description="graphs: outer stratified cross-validation folds")
+    >>> sorted(moco_section("moco").model_fields), sorted(moco_section("simclr").model_fields)
+    (['momentum', 'queue_size'], [])
+    """
+    return MocoConfig if mode == "moco" else MocoSection
+
+
+class EvalSection(Section):
+    """Base of every modality's ``eval`` section: the keys the pipeline reads for every modality.
+
+    Each modality declares its own subclass (``Modality.eval_section``) with the keys of its
+    evaluation protocol; the pipeline validates ``eval`` with the section of the modality registered
+    for ``data.dataset``, so a key of another modality's protocol is an error naming the keys that
+    apply (see :mod:`hardneg.modalities.readouts` for the engine's readouts).
+    """
+
     figures: bool = Field(True, description="write figures")
     batch_size: int = Field(512, ge=1, description="feature-extraction batch size")
+
+    def table_metrics(self) -> tuple[str, ...]:
+        """The metrics that ``compare`` / ``sweep`` tables show for this evaluation, in column order
+        (a subclass names those of its protocol; the base names none)."""
+        return ()
 
 
 class Strategy(Section):
@@ -265,8 +273,12 @@ class RunConfig(Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
-    moco: MocoConfig = Field(default_factory=MocoConfig)
-    eval: EvalConfig = Field(default_factory=EvalConfig)
+    moco: SerializeAsAny[MocoSection] = Field(
+        default_factory=MocoSection, description="MoCo's keys (train.mode: moco only; see moco_section)"
+    )
+    eval: SerializeAsAny[EvalSection] = Field(
+        default_factory=EvalSection, description="the modality's eval section (see hardneg.modalities)"
+    )
     compare: CompareConfig = Field(default_factory=CompareConfig)
     sweep: SweepConfig = Field(default_factory=SweepConfig)
     trainer: dict[str, Any] = Field(

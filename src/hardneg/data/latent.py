@@ -26,7 +26,7 @@ import torch
 from numpy.typing import NDArray
 from torch.utils.data import Dataset
 
-from hardneg.theory._checks import check_int, check_real, resolve_probs
+from hardneg.theory.arguments import check_int, check_real, resolve_probs
 from hardneg.theory.collisions import collision_probability
 
 __all__ = ["BlockBatch", "LatentClassSimulator", "TupleBatch"]

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from hardneg.evaluate._arrays import as_features, as_labels
+from hardneg.evaluate.arrays import as_features, as_labels
 
 __all__ = ["WeightedKNN"]
 

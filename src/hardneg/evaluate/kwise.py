@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hardneg.evaluate._arrays import as_features, as_labels
+from hardneg.evaluate.arrays import as_features, as_labels
 
 __all__ = ["KWiseResult", "average_kwise_accuracy", "kwise_from_scores", "task_loss_and_accuracy"]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from hardneg.evaluate._arrays import as_features, as_labels
+from hardneg.evaluate.arrays import as_features, as_labels
 
 __all__ = ["few_shot_indices", "latent_class_table", "top_r_accuracy"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from hardneg.evaluate._arrays import as_features, as_labels
+from hardneg.evaluate.arrays import as_features, as_labels
 
 __all__ = ["MeanClassifier"]
 

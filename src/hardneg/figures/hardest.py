@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hardneg.evaluate._arrays import as_features
+from hardneg.evaluate.arrays import as_features
 from hardneg.figures._figure import new_figure, save_figure
 
 __all__ = ["hardest_negatives", "plot_hardest_negatives"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from hardneg.evaluate._arrays import as_features, as_labels
+from hardneg.evaluate.arrays import as_features, as_labels
 from hardneg.figures._figure import new_figure, save_figure
 
 __all__ = ["plot_similarity_histograms", "same_and_different_label_similarities"]

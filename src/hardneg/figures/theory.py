@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hardneg.figures._figure import new_figure, save_figure
-from hardneg.theory._checks import check_int
+from hardneg.theory.arguments import check_int
 from hardneg.theory.ash import ash_coefficient, optimal_num_negatives
 from hardneg.theory.examples import ash_example_crossings, ash_f1_nce, ash_f2_nce
 

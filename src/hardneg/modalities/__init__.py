@@ -1,9 +1,10 @@
 """Modalities: the plug-ins through which each kind of data enters the training pipeline.
 
 :mod:`hardneg.modalities.base` is the seam (the :class:`Modality` base class and the registry; it
-imports no plug-in). Importing this package registers the built-in plug-ins — each a module that
-imports the seam, the loss core, :mod:`hardneg.data` and :mod:`hardneg.models`, never another
-modality or the pipeline:
+imports no plug-in); :mod:`hardneg.modalities.readouts` holds the ``eval`` sections of the engine's
+readouts, which the plug-ins without their own evaluation use. Importing this package registers the
+built-in plug-ins — each a module that imports the seam, the loss core, :mod:`hardneg.data` and
+:mod:`hardneg.models`, never another modality or the pipeline:
 
 ================  ==========================================================  ===================
 module            ``data.dataset``                                            paper
@@ -20,6 +21,7 @@ from hardneg.modalities.articles import Articles
 from hardneg.modalities.base import (
     DataSection,
     EvalResult,
+    EvalSection,
     IdentityViews,
     ImageViews,
     Modality,
@@ -36,6 +38,7 @@ from hardneg.modalities.sentences import Sentences
 __all__ = [
     "DataSection",
     "EvalResult",
+    "EvalSection",
     "IdentityViews",
     "ImageViews",
     "Modality",

@@ -40,6 +40,7 @@ from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.modalities.base import DataSection, Modality
 from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
+from hardneg.modalities.readouts import ClassTableEval
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -209,6 +210,7 @@ class Articles(Modality):
     datasets = ("articles",)
     encoders = ("bow",)
     section = ArticlesData
+    eval_section = ClassTableEval
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:

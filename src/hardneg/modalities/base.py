@@ -11,14 +11,17 @@ of each item", its own :meth:`Modality.step` takes the batch to a
 
 A modality is a subclass of :class:`Modality` that owns
 
-- its **data section** (``section``: a pydantic model of ``data``; a key it does not declare is an
-  error naming the keys that apply) and its config checks (:meth:`Modality.check`, run once, when
-  the config is validated, before anything is written);
+- its **data section** (``section``: a pydantic model of ``data``) and its **eval section**
+  (``eval_section``: a pydantic model of ``eval``, by default the engine's readouts,
+  :class:`~hardneg.modalities.readouts.ReadoutEval`): a key it does not declare is an error naming
+  the keys that apply; and its config checks (:meth:`Modality.check`, run once, when the config is
+  validated, before anything is written);
 - its **data**: :meth:`Modality.load` → ``(train, test)`` (``labels`` per item, ``< 0`` =
   unlabelled) and :meth:`Modality.dataset`, a map-style dataset indexed by a *list* of indices;
 - its **encoder** (:meth:`Modality.build_encoder`; ``encoders`` lists the names it accepts);
 - optionally its **step**, its **evaluation** protocol (:meth:`Modality.evaluate`, instead of the
-  engine's linear / kNN / mean-classifier readouts of ``encoder(x)[0]``) and what a run folder
+  engine's linear / kNN / mean-classifier readouts of ``encoder(x)[0]``) with the metrics that
+  ``compare`` / ``sweep`` tables show (:meth:`Modality.table_metrics`), and what a run folder
   must keep (:meth:`Modality.save`, e.g. a vocabulary).
 
 This module imports no modality. The built-in ones (:mod:`hardneg.modalities.images`,
@@ -35,6 +38,8 @@ This module imports no modality. The built-in ones (:mod:`hardneg.modalities.ima
     ...         size: int = Field(64, ge=2, description="items")
     >>> sorted(Toy.section.model_fields)
     ['dataset', 'size']
+    >>> "knn_k" in Toy.eval_section.model_fields  # the engine's readouts evaluate it
+    True
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import torch
 from torch import Tensor, nn
 
-from hardneg.config.schema import DataSection
+from hardneg.config.schema import DataSection, EvalSection
 from hardneg.modalities.memory import MemoryTerm
+from hardneg.modalities.readouts import ReadoutEval
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DataSection",
     "EvalResult",
+    "EvalSection",
     "IdentityViews",
     "ImageViews",
     "Modality",
@@ -107,14 +114,18 @@ class Modality:
     """How one kind of data enters the pipeline (see the module docstring); subclass it.
 
     Class attributes: ``name`` (shown in messages and summaries), ``datasets`` (the
-    ``data.dataset`` names it serves), ``encoders`` (the ``model.encoder`` names it accepts) and
-    ``section`` (its pydantic ``data`` section, a :class:`DataSection`).
+    ``data.dataset`` names it serves), ``encoders`` (the ``model.encoder`` names it accepts),
+    ``section`` (its pydantic ``data`` section, a :class:`DataSection`) and ``eval_section`` (its
+    pydantic ``eval`` section, an :class:`EvalSection`; default: the engine's readouts,
+    :class:`~hardneg.modalities.readouts.ReadoutEval` — a modality with its own :meth:`evaluate`
+    declares the keys of its protocol instead).
     """
 
     name: ClassVar[str] = ""
     datasets: ClassVar[tuple[str, ...]] = ()
     encoders: ClassVar[tuple[str, ...]] = ()
     section: ClassVar[type[DataSection]] = DataSection
+    eval_section: ClassVar[type[EvalSection]] = ReadoutEval
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
@@ -142,6 +153,11 @@ class Modality:
     def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
         """A map-style dataset: a list of indices → ``(x, x2, labels, indices)``."""
         raise NotImplementedError(f"{type(self).__name__}.dataset")
+
+    def uses_labels(self, cfg: RunConfig) -> bool:
+        """Whether the batches' labels name classes, so the loss may see them (label diagnostics,
+        collision-free negatives); default: yes. Data whose labels mean nothing says no."""
+        return True
 
     def save(self, train: Any, run_dir: Path) -> None:
         """Write what a run folder must keep to be understood later (default: nothing)."""
@@ -202,6 +218,21 @@ class Modality:
         """The modality's own evaluation (default: the engine's readouts; see :attr:`has_evaluate`)."""
         raise NotImplementedError(f"{type(self).__name__}.evaluate")
 
+    def table_metrics(self, cfg: RunConfig) -> tuple[str, ...]:
+        """The metrics that ``compare`` / ``sweep`` tables show for runs of ``cfg``, in column order
+        (a metric no run reported is left out of the table).
+
+        Default: those its ``eval`` section names (:meth:`EvalSection.table_metrics`; e.g.
+        :meth:`ReadoutEval.table_metrics` for the engine's readouts, one per SentEval task for
+        sentences).
+        """
+        return cfg.eval.table_metrics()
+
+    def pictures(self, split: Any) -> Tensor | None:
+        """The items of ``split`` as images ``(N, C, H, W)`` for the run's figure of hardest
+        negatives; ``None`` (the default): the data has no picture, and the figure is not drawn."""
+        return None
+
 
 _REGISTRY: dict[str, Modality] = {}
 
@@ -218,6 +249,13 @@ def register_modality(modality: Modality) -> Modality:
         raise ValueError(f"modality {type(modality).__name__} serves no data set (empty 'datasets')")
     if not issubclass(modality.section, DataSection):
         raise TypeError(f"{type(modality).__name__}.section must subclass DataSection")
+    if not issubclass(modality.eval_section, EvalSection):
+        raise TypeError(f"{type(modality).__name__}.eval_section must subclass EvalSection")
+    if not modality.has_evaluate and not issubclass(modality.eval_section, ReadoutEval):
+        raise TypeError(
+            f"{type(modality).__name__}.eval_section must subclass ReadoutEval (the engine's readouts "
+            f"evaluate a modality without its own evaluate), got {modality.eval_section.__name__}"
+        )
     for name in modality.datasets:
         _REGISTRY[name] = modality
     return modality

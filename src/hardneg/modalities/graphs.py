@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import torch
 from pydantic import Field
 from torch import Tensor, nn
 
 from hardneg.config.errors import ConfigError
-from hardneg.config.schema import Section
+from hardneg.config.schema import EvalSection, Section
 from hardneg.modalities.base import DataSection, EvalResult, Modality
 from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 
@@ -69,6 +69,23 @@ class GraphDataConfig(Section):
         description="train with the authors' released loss (HCL's JSD_hard code) instead of loss.*; "
         "beta = loss.negatives.beta (hard) or 0 (uniform)",
     )
+
+
+class GraphEval(EvalSection):
+    """``eval`` of the graph data sets: InfoGraph's cross-validated readouts of the graph embeddings."""
+
+    svm: bool = Field(True, description="SVM readout, C by inner CV")
+    logistic: bool = Field(True, description="logistic-regression readout, C by inner CV")
+    cv_folds: int = Field(10, ge=2, description="outer stratified cross-validation folds")
+
+    def table_metrics(self) -> tuple[str, ...]:
+        """``svm_cv`` and ``logistic_cv``: the mean accuracy over the outer folds."""
+        return ("svm_cv", "logistic_cv")
+
+
+def _eval(cfg: RunConfig) -> GraphEval:
+    """``cfg.eval``, validated with :class:`GraphEval` for a graph data set."""
+    return cast(GraphEval, cfg.eval)
 
 
 class GraphData(DataSection):
@@ -149,21 +166,22 @@ def _check_graphs(cfg: RunConfig, data: GraphDataset) -> None:
     import numpy as np
 
     labels = np.asarray(data.labels)
-    if (cfg.eval.svm or cfg.eval.logistic) and np.unique(labels).size < 2:
+    e = _eval(cfg)
+    if (e.svm or e.logistic) and np.unique(labels).size < 2:
         only = data.class_names[int(labels[0])]
         raise ValueError(
             f"{_graphs_source(cfg)}: every graph is of class {only!r}; the evaluation's readouts "
             "(eval.svm / eval.logistic) need at least 2 classes, got 1 class"
         )
-    if cfg.eval.svm or cfg.eval.logistic:
+    if e.svm or e.logistic:
         from hardneg.data.folds import nested_cv_problem
 
-        problem = nested_cv_problem(labels, folds=cfg.eval.cv_folds, inner_folds=_INNER_FOLDS, seed=cfg.seed,
+        problem = nested_cv_problem(labels, folds=e.cv_folds, inner_folds=_INNER_FOLDS, seed=cfg.seed,
                                     class_names=list(data.class_names))
         if problem is not None:
             raise ConfigError(
                 f"invalid value for 'eval.cv_folds': the cross-validated readouts need examples of every "
-                f"class in every fold; in {_graphs_source(cfg)}, {problem}; got {cfg.eval.cv_folds}"
+                f"class in every fold; in {_graphs_source(cfg)}, {problem}; got {e.cv_folds}"
             )
     b = cfg.train.batch_size
     if cfg.train.drop_last and len(data) < b:
@@ -249,13 +267,15 @@ class Graphs(Modality):
     datasets = ("graphs", "tu", "molecules")
     encoders = ("gin",)
     section = GraphData
+    eval_section = GraphEval
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
         """TU needs its folder, molecules theirs; gin's unused model keys; the released loss's limits.
 
-        (``train.mode``, ``train.grad_cache_chunk`` and ``eval.every_n_epochs``, which no modality
-        with its own step and evaluation can honour, are checked by the pipeline for all of them.)
+        (``train.mode`` and ``train.grad_cache_chunk``, which no modality with its own step can
+        honour, are checked by the pipeline for all of them; ``eval`` takes the keys of
+        :class:`GraphEval` only, so the online kNN's ``eval.every_n_epochs`` is an unknown key.)
         """
         d: Any = cfg.data
         if d.dataset == "tu":
@@ -344,12 +364,13 @@ class Graphs(Modality):
         from hardneg.evaluate.svm_cv import cross_validated_readouts
 
         start = time.perf_counter()
-        emb = encoder.embed_graphs(test.graphs, batch_size=cfg.eval.batch_size).numpy()  # type: ignore[operator]
+        e = _eval(cfg)
+        emb = encoder.embed_graphs(test.graphs, batch_size=e.batch_size).numpy()  # type: ignore[operator]
         if not torch.isfinite(torch.from_numpy(emb)).all():
             raise FloatingPointError("NaN/Inf graph embeddings after training")
-        readouts = [name for name, on in (("svm", cfg.eval.svm), ("logistic", cfg.eval.logistic)) if on]
+        readouts = [name for name, on in (("svm", e.svm), ("logistic", e.logistic)) if on]
         scores = cross_validated_readouts(
-            emb, test.labels, readouts=readouts, folds=cfg.eval.cv_folds, inner_folds=_INNER_FOLDS,
+            emb, test.labels, readouts=readouts, folds=e.cv_folds, inner_folds=_INNER_FOLDS,
             seed=cfg.seed,
         )
         metrics: dict[str, float] = {}

@@ -24,7 +24,7 @@ from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 from hardneg.models.configured import configured_encoder
 
 if TYPE_CHECKING:
-    from torch import nn
+    from torch import Tensor, nn
     from torch.utils.data import Dataset
 
     from hardneg.config.schema import RunConfig
@@ -103,6 +103,16 @@ class Images(Modality):
             raise ConfigError(
                 "invalid value for 'loss.collision_free': needs labelled data, got dataset 'random'"
             )
+
+    def uses_labels(self, cfg: RunConfig) -> bool:
+        """``random`` noise images carry meaningless labels: the loss does not see them."""
+        return cfg.data.dataset != "random"
+
+    def pictures(self, split: Any) -> Tensor | None:
+        """The images of a :class:`~hardneg.data.images.LabeledImages` split (every image data set's)."""
+        from hardneg.data.images import LabeledImages
+
+        return split.images if isinstance(split, LabeledImages) else None
 
     def load(self, cfg: RunConfig) -> tuple[Any, Any]:
         from hardneg.data.splits import load_image_splits

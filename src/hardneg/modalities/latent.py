@@ -31,6 +31,7 @@ from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.modalities.base import DataSection, Modality
 from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
+from hardneg.modalities.readouts import ClassTableEval
 from hardneg.models.configured import configured_encoder
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ class Latent(Modality):
     datasets = ("latent",)
     encoders = ("mlp",)
     section = LatentData
+    eval_section = ClassTableEval
 
     def check(self, cfg: RunConfig) -> None:
         lat: LatentConfig = cfg.data.latent  # type: ignore[attr-defined]

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from hardneg.config.errors import ConfigError
-from hardneg.config.schema import Section, TrainConfig
+from hardneg.config.schema import EvalSection, Section, TrainConfig
 from hardneg.modalities.base import DataSection, EvalResult, Modality
 from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
 
@@ -50,7 +50,14 @@ if TYPE_CHECKING:
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
 
-__all__ = ["ContiguousWindows", "Sentences", "SentencesData", "SentencesText", "encode_sentences"]
+__all__ = [
+    "ContiguousWindows",
+    "SentEvalSection",
+    "Sentences",
+    "SentencesData",
+    "SentencesText",
+    "encode_sentences",
+]
 
 _SENTEVAL_DOCS = "https://github.com/hardneg/hardneg/blob/main/docs/senteval.md"
 
@@ -88,6 +95,45 @@ class SentencesData(DataSection):
     train_subset: int | None = Field(None, ge=2, description="use only the first N training sentences")
     test_subset: int | None = Field(None, ge=2, description="use only the first N test sentences")
     text: SentencesText = Field(default_factory=SentencesText)
+
+
+class SentEvalSection(EvalSection):
+    """``eval`` of ``sentences``: SentEval's transfer tasks (Conneau & Kiela, LREC 2018), the
+    protocol of Robinson et al. (ICLR 2021), §5.3."""
+
+    senteval: str | None = Field(None, description="SentEval folder (None: prepared from packages)")
+    senteval_tasks: list[str] | None = Field(
+        None, description="SentEval tasks (None: all in the folder; MR, CR, SUBJ, TREC prepared)"
+    )
+    senteval_folds: int = Field(10, ge=2, description="outer and inner CV folds (SentEval: 10)")
+
+    def tasks(self) -> list[str]:
+        """The tasks the evaluation runs: ``senteval_tasks`` (canonical names), else every task of
+        ``senteval`` (SentEval's order, then the custom ones), else the prepared default tasks."""
+        from hardneg.senteval.readers import find_tasks, resolve_task_name
+
+        folder = self.senteval
+        if self.senteval_tasks:
+            return [resolve_task_name(t, folder if folder and Path(folder).is_dir() else None)
+                    for t in self.senteval_tasks]
+        if folder is None:
+            return list(_DEFAULT_TASKS)
+        return find_tasks(folder) if Path(folder).is_dir() else []
+
+    def table_metrics(self) -> tuple[str, ...]:
+        """``{task}_acc`` of SentEval's six tasks (in SentEval's order), then of each custom task run."""
+        from hardneg.senteval.tasks import TASK_NAMES
+
+        try:
+            custom = [t for t in self.tasks() if t not in TASK_NAMES]
+        except ValueError:  # a task of a folder that has gone: the standard columns still show
+            custom = []
+        return tuple(f"{name.lower()}_acc" for name in (*TASK_NAMES, *custom))
+
+
+def _eval(cfg: RunConfig) -> SentEvalSection:
+    """``cfg.eval``, validated with :class:`SentEvalSection` for ``sentences``."""
+    return cast(SentEvalSection, cfg.eval)
 
 
 def load_documents(d: SentencesData) -> EncodedDocuments:
@@ -162,6 +208,7 @@ class Sentences(Modality):
     datasets = ("sentences",)
     encoders = ("bow", "gru")
     section = SentencesData
+    eval_section = SentEvalSection
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
@@ -177,7 +224,7 @@ class Sentences(Modality):
                 f"{d.text.window}); set data.text.window instead and leave train.batch_size unset, "
                 f"got {cfg.train.batch_size}"
             )
-        _check_senteval(cfg.eval.senteval, cfg.eval.senteval_tasks)
+        _check_senteval(_eval(cfg).senteval, _eval(cfg).senteval_tasks)
 
     # -- data ----------------------------------------------------------------------------------
     def batch_size(self, cfg: RunConfig) -> int:
@@ -227,7 +274,8 @@ class Sentences(Modality):
         found = Path(d.root) if d.text.source == "documents" and d.root is not None else (
             wiki_dump(d.root) if d.text.source == "wiki" else None)
         files = [found] if found is not None else []
-        return files + ([Path(cfg.eval.senteval)] if cfg.eval.senteval is not None else [])
+        folder = _eval(cfg).senteval
+        return files + ([Path(folder)] if folder is not None else [])
 
     def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
         return ContiguousWindows(train, window=cfg.data.text.window)  # type: ignore[attr-defined, return-value]
@@ -311,7 +359,7 @@ class Sentences(Modality):
         from hardneg.senteval import evaluate_folder, prepare_senteval
 
         start = time.perf_counter()
-        e, length = cfg.eval, cfg.data.text.max_length  # type: ignore[attr-defined]
+        e, length = _eval(cfg), cfg.data.text.max_length  # type: ignore[attr-defined]
 
         def encode(sentences: list[str]) -> np.ndarray:
             return encode_sentences(encoder, train.vocab, list(sentences), max_length=length)
@@ -344,7 +392,7 @@ def _senteval_evaluator(cfg: RunConfig) -> Any:
     """The SentEval protocol of a run: ``eval.senteval_folds`` outer and inner folds, seeded by ``seed``."""
     from hardneg.senteval.evaluate import SentEvalEvaluator
 
-    e = cfg.eval
+    e = _eval(cfg)
     return SentEvalEvaluator(
         folds=e.senteval_folds, inner_folds=e.senteval_folds, seed=cfg.seed, threads=cfg.train.threads or 1
     )
@@ -438,13 +486,14 @@ def _check_senteval_tasks(cfg: RunConfig) -> None:
     smaller than ``eval.senteval_folds`` allows is a ``ConfigError`` on that key. The tasks prepared
     from packages (``eval.senteval: null``) are the packages' own files, checked by :func:`_check_senteval`.
     """
-    folder = cfg.eval.senteval
+    e = _eval(cfg)
+    folder = e.senteval
     if folder is None:
         return
     from hardneg.senteval.errors import TooFewExamplesError
     from hardneg.senteval.readers import find_tasks, read_task, resolve_task_name
 
-    wanted = cfg.eval.senteval_tasks
+    wanted = e.senteval_tasks
     names = [resolve_task_name(t, folder) for t in wanted] if wanted else find_tasks(folder)
     evaluator = _senteval_evaluator(cfg)
     for name in names:
@@ -453,5 +502,5 @@ def _check_senteval_tasks(cfg: RunConfig) -> None:
         except TooFewExamplesError as err:
             raise ConfigError(
                 f"invalid value for 'eval.senteval_folds': must leave examples of every class in every "
-                f"fold; {err}; got {cfg.eval.senteval_folds}"
+                f"fold; {err}; got {e.senteval_folds}"
             ) from None

@@ -14,6 +14,13 @@ Calling a distribution runs two stages, once per loss evaluation:
    ``log_weights``; a distribution with a closed form for ``log Σ_j w_ij e^{s_ij}`` overrides
    ``weigh`` to supply it.
 
+An engine that never forms the (A, N) scores (the tiled and gathered engines of
+:mod:`hardneg.tiled`) asks the distribution what it needs instead of checking its class
+(:mod:`hardneg.negatives.tiling`): :meth:`NegativeDistribution.tile_weights` states the weights
+per tile (an exponential tilt, or a streamed Sinkhorn coupling), :meth:`~NegativeDistribution.tile_refusal`
+says why a distribution cannot, and ``per_anchor_weights`` declares weights that read only the
+anchor's own row (enough for the gathered engine's K drawn negatives).
+
 The math of each distribution lives in a pure function of tensors (``hard_log_weights``,
 ``ot_log_weights``, ``subsample_mask``, ``collision_free_mask``); the modules hold parameters.
 """
@@ -23,6 +30,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from hardneg.negatives.tiling import TileWeights
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores, count_valid
 
@@ -45,8 +53,18 @@ class NegativeDistribution(nn.Module):
     """Base class: ``distribution(scores, generator=None) -> WeightedScores``.
 
     Subclasses implement :meth:`log_weights` (the simplest extension point) or override
-    :meth:`weigh`; mask-changing distributions override :meth:`prepare`.
+    :meth:`weigh`; mask-changing distributions override :meth:`prepare`. To be computed without
+    the (A, N) matrix (:mod:`hardneg.tiled`), a distribution implements :meth:`tile_weights`
+    (and sets ``per_anchor_weights = True`` when its weights read only each anchor's own row).
+
+    Attributes:
+        per_anchor_weights: the weights of anchor i depend only on row i of the (prepared)
+            scores, so the gathered engine may weigh each anchor's K drawn negatives alone
+            (:mod:`hardneg.tiled.gathered`). ``False`` by default (e.g. optimal transport, whose
+            column marginals need every row).
     """
+
+    per_anchor_weights: bool = False
 
     def prepare(self, scores: Scores, *, generator: torch.Generator | None = None) -> Scores:
         """The scores with the mask this distribution samples from (default: unchanged)."""
@@ -81,6 +99,26 @@ class NegativeDistribution(nn.Module):
         if not torch.compiler.is_compiling():  # a message only; Dynamo before 2.5 breaks on repr
             weighted.source = weighted.source or repr(self)
         return weighted
+
+    def tile_weights(self) -> TileWeights | None:
+        """How the tiled engine makes these weights per tile, or ``None`` if it cannot.
+
+        Return ``TileWeights(tilt=β)`` when ``log_weights`` is ``β s_ij`` normalised to mean one
+        over each anchor's valid candidates (:func:`normalize_log_weights`), or
+        ``TileWeights(sinkhorn=...)`` for a streamed optimal-transport coupling
+        (:mod:`hardneg.negatives.tiling`). Asked once per call: the answer may follow mutable
+        settings (a β schedule). Default ``None``: not tiled (see :meth:`tile_refusal`).
+        """
+        return None
+
+    def tile_refusal(self) -> str:
+        """Why :meth:`tile_weights` is ``None`` (quoted by the engines' errors)."""
+        return (
+            f"{type(self).__name__} does not state its weights per tile: implement "
+            "tile_weights() returning hardneg.negatives.TileWeights(tilt=beta) when its log weights "
+            "are beta * s_ij normalised per anchor (w_ij proportional to exp(beta s_ij) on the "
+            "valid mask)"
+        )
 
     def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
         """Facts of this call to log (default: the value object's ``info``, e.g. Sinkhorn's)."""

@@ -8,6 +8,7 @@ from torch import Tensor
 from hardneg._lse import masked_logsumexp, masked_tilted_lse
 from hardneg._validation import check_beta
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
+from hardneg.negatives.tiling import TileWeights
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores
 
@@ -146,7 +147,13 @@ class Hard(NegativeDistribution):
             DDP: each process chooses β from its own anchors (against the gathered candidates),
             so the ranks' β differ slightly and W processes are not exactly one process on the
             concatenated batch (:mod:`hardneg.distributed`); a fixed ``beta`` is exact.
+
+    The tiled engine computes it as the tilt ``TileWeights(tilt=beta)`` (:meth:`tile_weights`)
+    unless ``rescale``, ``detach_weights`` or ``target_ess`` is set; the gathered engine with any
+    options (the weights of an anchor read only its own row).
     """
+
+    per_anchor_weights = True
 
     def __init__(
         self,
@@ -201,6 +208,21 @@ class Hard(NegativeDistribution):
             log_weighted_sum=closed,
             info=info,
             tilt=None if self.rescale else beta,  # the clipping trick tilts rescaled logits, not s
+        )
+
+    def tile_weights(self) -> TileWeights | None:
+        """``TileWeights(tilt=beta)``; ``None`` with ``rescale`` (the batch-wide maximum of the
+        clipping trick), ``detach_weights`` or ``target_ess`` (β chosen from the whole matrix)."""
+        if self.rescale or self.detach_weights or self.target_ess is not None:
+            return None
+        return TileWeights(tilt=self.beta)
+
+    def tile_refusal(self) -> str:
+        """Why these settings do not tile (see :meth:`tile_weights`)."""
+        return (
+            "the tiled engine computes Hard negatives without rescale/detach_weights/target_ess "
+            f"(the batch-wide rescaling, the detached weights and the ESS search read the (A, N) "
+            f"matrix); got {self!r}"
         )
 
     def _config(self) -> dict[str, object]:

@@ -17,6 +17,7 @@ from torch import Tensor
 from hardneg._validation import check_positive
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
 from hardneg.negatives.sinkhorn import METHODS, SinkhornResult, sinkhorn_log
+from hardneg.negatives.tiling import SinkhornTiles, TileWeights
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores
 
@@ -241,6 +242,29 @@ class OptimalTransport(NegativeDistribution):
 
     def log_weights(self, scores: Scores) -> Tensor | None:
         return self.solve(scores)[0]
+
+    def tile_weights(self) -> TileWeights | None:
+        """A streamed Sinkhorn (:mod:`hardneg.tiled.ot`) for ``differentiable=False`` and a string
+        ``cost``; ``None`` otherwise (:meth:`tile_refusal`)."""
+        if self.differentiable or not isinstance(self.cost, str):
+            return None
+        spec = SinkhornTiles(
+            epsilon=self.epsilon, cost=self.cost, kappa=self.kappa, tol=self.tol,
+            max_iter=self.max_iter, method=self.method, warn_not_converged=self.warn_not_converged,
+        )
+        return TileWeights(sinkhorn=spec)
+
+    def tile_refusal(self) -> str:
+        """What keeps these settings from the streamed Sinkhorn."""
+        problems = []
+        if self.differentiable:
+            problems.append("differentiable=True (gradients through the unrolled Sinkhorn iterations)")
+        if not isinstance(self.cost, str):
+            problems.append(f"a callable cost ({self.cost!r})")
+        return (
+            "the tiled engine computes OptimalTransport negatives with differentiable=False and a "
+            "string cost; got " + "; ".join(problems)
+        )
 
     def weigh(self, scores: Scores) -> WeightedScores:
         ell, res = self.solve(scores)

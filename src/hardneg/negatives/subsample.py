@@ -11,7 +11,7 @@ from hardneg.negatives.oracle import CollisionFree
 from hardneg.negatives.wrapper import MaskWrapper
 from hardneg.scores import Scores, count_valid
 
-__all__ = ["Subsample", "split_subsample", "subsample_mask"]
+__all__ = ["Subsample", "identity_unwrapped", "split_subsample", "subsample_mask"]
 
 
 def _check_num_negatives(num_negatives: int) -> int:
@@ -78,6 +78,14 @@ def split_subsample(negatives: NegativeDistribution) -> tuple[NegativeDistributi
     return dist, sub, collision_free
 
 
+def identity_unwrapped(negatives: NegativeDistribution, num_valid: int | None) -> NegativeDistribution:
+    """``negatives`` without an outermost :class:`Subsample` whose K is at least ``num_valid``, the
+    most valid candidates an anchor has (such a draw keeps every valid candidate, or raises)."""
+    if isinstance(negatives, Subsample) and num_valid is not None and negatives.num_negatives >= num_valid:
+        return negatives.base
+    return negatives
+
+
 class Subsample(MaskWrapper):
     r"""K negatives per anchor, sampled uniformly without replacement from its valid candidates.
 
@@ -107,7 +115,8 @@ class Subsample(MaskWrapper):
     draw, the loss without ``Subsample``.
 
     **Which path** (:meth:`hardneg.ContrastiveLoss.engine_for`): in SimCLR's and the pair layout
-    (hence also :class:`~hardneg.queue.QueueLoss`) with a Uniform or Hard ``base``, the gathered
+    (hence also :class:`~hardneg.queue.QueueLoss`) with a ``base`` whose weights are per anchor
+    (``per_anchor_weights``: Uniform, Hard), the gathered
     engine (:mod:`hardneg.tiled.gathered`) computes only the A·K drawn logits — O(A·K·d), about
     0.1–0.5× SimCLR's full loss on a CPU — when ``GATHER_CROSSOVER · K ≤ N``
     (:data:`hardneg.tiled.engine.GATHER_CROSSOVER`, 8 on a CPU); otherwise the draw changes the

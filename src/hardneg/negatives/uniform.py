@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from hardneg.negatives.base import NegativeDistribution
+from hardneg.negatives.tiling import TileWeights
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores
 
@@ -16,11 +17,18 @@ class Uniform(NegativeDistribution):
 
     With :class:`~hardneg.objectives.InfoNCE` this is SimCLR's NT-Xent (Chen et al., ICML 2020);
     with :class:`~hardneg.objectives.Debiased` it is the debiased loss of Chuang et al.
-    (NeurIPS 2020), i.e. Robinson et al. (ICLR 2021), eq. (4) with β = 0.
+    (NeurIPS 2020), i.e. Robinson et al. (ICLR 2021), eq. (4) with β = 0. Tiles as the tilt
+    β = 0 (:meth:`tile_weights`); its weights are per anchor (the gathered engine takes it).
     """
+
+    per_anchor_weights = True
 
     def log_weights(self, scores: Scores) -> Tensor | None:
         return None
 
     def weigh(self, scores: Scores) -> WeightedScores:
         return WeightedScores(scores)
+
+    def tile_weights(self) -> TileWeights:
+        """``TileWeights(tilt=0)``: every valid candidate weighs one."""
+        return TileWeights(tilt=0.0)

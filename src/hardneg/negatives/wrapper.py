@@ -51,6 +51,15 @@ class MaskWrapper(NegativeDistribution):
     def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
         return self.base.diagnostics(weighted)
 
+    def tile_refusal(self) -> str:
+        """The engines without the (A, N) mask make the masks of :class:`~hardneg.negatives.Subsample`
+        and :class:`~hardneg.negatives.CollisionFree` per tile (they split them off, then ask
+        ``base``); any other mask change needs the materialised mask."""
+        return (
+            f"{type(self).__name__} changes the (A, N) mask in prepare(); the tiled engine makes per "
+            "tile only the masks of Subsample (outermost) and CollisionFree"
+        )
+
     @property
     def beta(self) -> float:
         if not hasattr(self.base, "beta"):

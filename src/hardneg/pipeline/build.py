@@ -18,7 +18,7 @@ import lightning as L
 from hardneg.loss import ContrastiveLoss
 from hardneg.modalities import get_modality
 from hardneg.pipeline.callbacks import BetaAnnealingCallback
-from hardneg.pipeline.config import RunConfig
+from hardneg.pipeline.config import MocoConfig, RunConfig
 from hardneg.pipeline.module import ContrastiveModule
 from hardneg.pipeline.registry import NEGATIVES, OBJECTIVES
 from hardneg.schedules import BetaAnnealing
@@ -66,6 +66,7 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
         )
         callbacks.append(BetaAnnealingCallback(schedule))
     t = cfg.train
+    moco = cfg.moco if isinstance(cfg.moco, MocoConfig) else MocoConfig()  # train.mode=moco's keys
     module = ContrastiveModule(
         encoder=modality.build_encoder(cfg, train),
         loss=loss,
@@ -76,9 +77,9 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
         lr=t.lr,
         weight_decay=t.weight_decay,
         sgd_momentum=t.sgd_momentum,
-        queue_size=cfg.moco.queue_size,
-        moco_momentum=cfg.moco.momentum,
-        use_labels=cfg.data.dataset != "random",  # noise images carry meaningless labels
+        queue_size=moco.queue_size,
+        moco_momentum=moco.momentum,
+        use_labels=modality.uses_labels(cfg),
         grad_cache_chunk=t.grad_cache_chunk,
         step=functools.partial(modality.step, cfg) if own_step else None,
         lr_schedule=t.lr_schedule,

@@ -1,25 +1,26 @@
 """Callbacks of the training engine: β annealing, phase timing, online kNN accuracy, run identity.
 
-What a callback logs is written to the loggers and flushed at once (:func:`log_now`), not through
-``LightningModule.log``: Lightning hands ``self.log`` values to the loggers only after the epoch's
-checkpoint is saved, so a kill between the two would lose the epoch's row of ``metrics.csv`` for
-good (``--resume`` restarts after that epoch). Everything of epoch ``e`` is on disk before
-checkpoint ``e``; a resume trims the log to the checkpoint's epoch (:mod:`hardneg.pipeline.csv_log`).
+What a callback logs is written to the loggers (TensorBoard) and flushed at once (:func:`log_now`),
+not through ``LightningModule.log``, which hands values to the loggers only after the epoch's
+checkpoint is saved. The per-epoch history (``metrics.csv``) has its own writer,
+:class:`~hardneg.pipeline.history.HistoryWriter`, which writes it before every checkpoint.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any, cast
 
 import lightning as L
 import torch
 from torch import Tensor
 
+from hardneg.pipeline.history import write_history
 from hardneg.schedules import BetaAnnealing
 
-__all__ = ["BetaAnnealingCallback", "OnlineKNN", "PhaseTimer", "RunIdentity", "log_now"]
+__all__ = ["BetaAnnealingCallback", "HistoryWriter", "OnlineKNN", "PhaseTimer", "RunIdentity", "log_now"]
 
 
 def log_now(trainer: L.Trainer, metrics: dict[str, float]) -> None:
@@ -150,3 +151,34 @@ class OnlineKNN(L.Callback):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.curve = list(state_dict.get("curve", []))
+
+
+class HistoryWriter(L.Callback):
+    """Keeps ``<run>/metrics.csv`` equal to the training module's ``history``
+    (:mod:`hardneg.pipeline.history`): written when training starts (after ``--resume``: exactly the
+    checkpoint's rows), before every checkpoint is saved, and when training ends.
+
+    Args:
+        path: the file (``<run folder>/metrics.csv``).
+
+    Only the global-zero process writes. The module is any ``LightningModule`` with a ``history``
+    list of per-epoch dicts; without one nothing is written.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def _write(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        rows = getattr(pl_module, "history", None)
+        if trainer.is_global_zero and isinstance(rows, list):
+            write_history(self.path, rows)
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._write(trainer, pl_module)
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        self._write(trainer, pl_module)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._write(trainer, pl_module)

@@ -26,6 +26,8 @@ import copy
 import importlib
 import re
 import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,17 +39,20 @@ from hardneg.config import (
     CompareConfig,
     ConfigError,
     DataSection,
-    EvalConfig,
+    EvalSection,
     LossConfig,
     MocoConfig,
+    MocoSection,
     ModelConfig,
     RunConfig,
+    Section,
     SweepConfig,
     TrainConfig,
     from_validation_error,
+    moco_section,
     unknown_key,
 )
-from hardneg.modalities import Modality, get_modality
+from hardneg.modalities import Modality, dataset_names, get_modality
 from hardneg.models.configured import check_model_keys
 
 __all__ = [
@@ -55,15 +60,18 @@ __all__ = [
     "CompareConfig",
     "ConfigError",
     "DataSection",
-    "EvalConfig",
+    "Dependent",
+    "EvalSection",
     "LossConfig",
     "MocoConfig",
+    "MocoSection",
     "ModelConfig",
     "RunConfig",
     "SweepConfig",
     "TrainConfig",
     "apply_overrides",
     "config_to_dict",
+    "dependent_sections",
     "dump_yaml",
     "flat_config",
     "load_config",
@@ -78,6 +86,9 @@ __all__ = [
 COMPONENT_SECTIONS = ("loss.negatives", "loss.objective")
 _LEAF_DICTS = {"sweep.grid", "trainer", *COMPONENT_SECTIONS}  # dict-valued keys replaced as a whole
 _FREE_SECTIONS = ("trainer",)  # any key (checked against lightning.Trainer by validate())
+_DEFAULT_DATASET: str = DataSection.model_fields["dataset"].default
+_DEFAULT_MODE: str = TrainConfig.model_fields["mode"].default
+_CHOOSERS = ("data.dataset", "train.mode")  # the keys that choose the schema of a dependent section
 _FLOAT = re.compile(r"^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$", re.IGNORECASE)
 
 
@@ -156,9 +167,9 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     A component's ``name`` is set before its other keys, and a new name starts the section anew.
     """
     ordered = sorted(overrides.items(), key=lambda kv: not kv[0].endswith(".name"))
-    if "data.dataset" in overrides:  # another modality's data section first, then its keys
-        _retarget_data(data, overrides["data.dataset"])
-        ordered.sort(key=lambda kv: kv[0] != "data.dataset")
+    # another modality's data / eval sections (another mode's moco section) first, then their keys
+    _retarget(data, {k: overrides[k] for k in _CHOOSERS if k in overrides})
+    ordered.sort(key=lambda kv: kv[0] not in _CHOOSERS)
     for dotted, value in ordered:
         parts = dotted.split(".")
         node = data
@@ -167,7 +178,7 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
             if not isinstance(child, dict):
                 prefix = ".".join(parts[:depth])
                 if part not in node:
-                    raise unknown_key(prefix, part, list(node))
+                    raise _unknown(data, prefix, part, list(node))
                 raise ConfigError(
                     f"'{'.'.join(parts[: depth + 1])}' is a value, not a section; got override {dotted!r}"
                 )
@@ -186,18 +197,21 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
                 node[leaf] = value  # checked against the component's parameters by validate()
             continue
         if leaf not in node:
-            raise unknown_key(".".join(parts[:-1]), leaf, list(node))
+            raise _unknown(data, ".".join(parts[:-1]), leaf, list(node))
         node[leaf] = copy.deepcopy(value)
     return data
 
 
-def _deep_merge(base: dict[str, Any], new: dict[str, Any], prefix: str) -> None:
+def _deep_merge(
+    base: dict[str, Any], new: dict[str, Any], prefix: str, root: dict[str, Any] | None = None
+) -> None:
+    root = base if root is None else root
     for key, value in new.items():
         if key not in base:
-            raise unknown_key(prefix, str(key), list(base))
+            raise _unknown(root, prefix, str(key), list(base))
         full = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(base[key], dict) and isinstance(value, dict) and full not in _LEAF_DICTS:
-            _deep_merge(base[key], value, full)
+            _deep_merge(base[key], value, full, root)
         else:
             base[key] = value
 
@@ -230,42 +244,133 @@ def _modality(name: Any) -> Modality:
         raise ConfigError(f"invalid value for 'data.dataset': {err}") from None
 
 
-def _data_defaults(dataset: str) -> dict[str, Any]:
-    """The default ``data`` section of the modality serving ``dataset``."""
-    section = _modality(dataset).section
+@dataclass(frozen=True)
+class Dependent:
+    """A section whose keys depend on a name chosen elsewhere in the config (a discriminated union).
+
+    ``schema`` is the section's model for the chosen name, ``chosen_by`` says which name chose it
+    (for messages), ``seed`` holds the keys the choice fixes inside the section (``data.dataset``)
+    and ``owners(key)`` names the choices whose schema declares a key of the section (for messages).
+    """
+
+    schema: type[Section]
+    chosen_by: str
+    seed: dict[str, Any]
+    owners: Callable[[str], list[str]]
+
+    def defaults(self, where: str) -> dict[str, Any]:
+        """The section's default mapping (``where``: its name, for the error of a key without default)."""
+        try:
+            return self.schema.model_validate(self.seed).model_dump(mode="python")
+        except ValidationError as err:  # a section without defaults for every key
+            raise from_validation_error(err, self.schema, where) from None
+
+
+def _chosen(data: dict[str, Any], section: str, key: str, default: str) -> Any:
+    node = data.get(section)
+    return node.get(key, default) if isinstance(node, dict) else default
+
+
+def _modalities_declaring(attr: str) -> Callable[[str], list[str]]:
+    """``key`` → the names of the registered modalities whose ``attr`` section declares ``key``."""
+
+    def owners(key: str) -> list[str]:
+        found = [get_modality(name) for name in dataset_names()]
+        names = [m.name for m in found if key in getattr(m, attr).model_fields]
+        return list(dict.fromkeys(names))
+
+    return owners
+
+
+def _moco_modes(key: str) -> list[str]:
+    return [f"train.mode {mode!r}" for mode in typing.get_args(TrainConfig.model_fields["mode"].annotation)
+            if key in moco_section(mode).model_fields]
+
+
+def dependent_sections(data: dict[str, Any]) -> dict[str, Dependent]:
+    """The name-dependent sections of the nested config ``data`` and their schemas, one mechanism
+    for all: ``data`` and ``eval`` are the sections of the modality serving ``data.dataset``
+    (:class:`~hardneg.modalities.Modality` ``section`` / ``eval_section``), ``moco`` is that of
+    ``train.mode`` (:func:`~hardneg.config.schema.moco_section`). Raises :class:`ConfigError` for
+    a ``data.dataset`` no modality serves."""
+    dataset = _chosen(data, "data", "dataset", _DEFAULT_DATASET)
+    modality = _modality(dataset)
+    by = f"data.dataset {dataset!r} ({modality.name})"
+    mode = _chosen(data, "train", "mode", _DEFAULT_MODE)
+    return {
+        "data": Dependent(modality.section, by, {"dataset": dataset}, _modalities_declaring("section")),
+        "eval": Dependent(modality.eval_section, by, {}, _modalities_declaring("eval_section")),
+        "moco": Dependent(moco_section(str(mode)), f"train.mode {mode!r}", {}, _moco_modes),
+    }
+
+
+def _unknown(data: dict[str, Any], prefix: str, key: str, valid: list[str]) -> ConfigError:
+    """:func:`unknown_key`, which for a key of a name-dependent section also names the choice whose
+    keys apply and the choices the key applies to."""
+    top = prefix.split(".")[0]
+    if prefix != top or top not in ("data", "eval", "moco") or not isinstance(data, dict):
+        return unknown_key(prefix, key, valid)  # a sub-section's keys do not depend on the choice
     try:
-        return section(dataset=dataset).model_dump(mode="python")
-    except ValidationError as err:  # a section without defaults for every key
-        raise from_validation_error(err, section, "data") from None
+        dep = dependent_sections(data)[top]
+    except ConfigError:
+        return unknown_key(prefix, key, valid)
+    full = f"{prefix}.{key}"
+    owners = dep.owners(key)
+    applies = f"; '{full}' applies to {', '.join(owners)}" if owners else ""
+    if not valid:
+        return ConfigError(
+            f"unknown config key '{full}': '{prefix}' takes no keys with {dep.chosen_by}{applies}"
+        )
+    return ConfigError(f"{unknown_key(prefix, key, valid)} (those of {dep.chosen_by}){applies}")
 
 
-def _defaults(dataset: str = "digits") -> dict[str, Any]:
+def _defaults(dataset: str = _DEFAULT_DATASET, mode: str = _DEFAULT_MODE) -> dict[str, Any]:
     base = RunConfig().model_dump(mode="python")
-    base["data"] = _data_defaults(dataset)
+    choice = {"data": {"dataset": dataset}, "train": {"mode": mode}}
+    for name, dep in dependent_sections(choice).items():
+        base[name] = dep.defaults(name)
     return base
 
 
-def _retarget_data(data: dict[str, Any], dataset: Any) -> None:
-    """``data.dataset`` set to a data set of another modality: start that modality's section anew,
-    keeping the values of the keys both sections have (e.g. ``data.root``)."""
-    old = data.get("data", {})
-    if not isinstance(old, dict) or old.get("dataset") == dataset:
+def _retarget(data: dict[str, Any], chosen: dict[str, Any]) -> None:
+    """A name that chooses a section's schema set to another value (``data.dataset`` of another
+    modality, another ``train.mode``): start each section whose schema changes anew, keeping the
+    values of the keys both schemas have (e.g. ``data.root``, ``eval.batch_size``)."""
+    if not chosen:
         return
-    if get_modality_or_none(old.get("dataset")) is get_modality_or_none(dataset):
-        return
-    fresh = _data_defaults(dataset)
-    for key, value in old.items():
-        if key in fresh and key != "dataset" and not isinstance(value, dict):
-            fresh[key] = value
-    data["data"] = fresh
+    after: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    for dotted, value in chosen.items():
+        section, key = dotted.split(".")
+        if not isinstance(after.get(section), dict):
+            return  # a section that is not a mapping: validate() names it
+        after[section][key] = value
+    before_deps, after_deps = dependent_sections(data), dependent_sections(after)
+    for name, dep in after_deps.items():
+        old = data.get(name, {})
+        if before_deps[name].schema is dep.schema or not isinstance(old, dict):
+            continue
+        fresh = dep.defaults(name)
+        for key, value in old.items():
+            if key in fresh and key not in dep.seed and not isinstance(value, dict):
+                fresh[key] = value
+        data[name] = fresh
 
 
-def get_modality_or_none(name: Any) -> Modality | None:
-    """The modality of ``name``, or ``None`` when no modality serves it."""
-    try:
-        return get_modality(name)
-    except (ValueError, TypeError):
-        return None
+def _drop_inapplicable(user: dict[str, Any], base: dict[str, Any]) -> None:
+    """A run folder's ``config.yaml`` written before ``eval`` and ``moco`` depended on the modality
+    and the mode holds every ``eval`` and ``moco`` key; those that do not apply were ignored when the
+    run trained, and are dropped when it is read."""
+    for name in ("eval", "moco"):
+        section, known = user.get(name), base.get(name)
+        if isinstance(section, dict) and isinstance(known, dict):
+            user[name] = {k: v for k, v in section.items() if k in known}
+
+
+def _is_run_record(path: Path) -> bool:
+    """Whether ``path`` is the ``config.yaml`` a run wrote into its folder (beside the folder's marker,
+    ``provenance.json``, ``metrics.json`` or ``checkpoints/``)."""
+    beside = (".hardneg-run", "provenance.json", "metrics.json", "checkpoints")
+    return path.name == "config.yaml" and any((path.parent / name).exists() for name in beside)
 
 
 def _import_plugins(modules: list[str]) -> None:
@@ -305,8 +410,9 @@ def _check_component(cfg: RunConfig, section: str) -> None:
 def validate(data: dict[str, Any], *, check_groups: bool = False) -> RunConfig:
     """Validate a nested mapping into a :class:`RunConfig` (raises :class:`ConfigError`), once.
 
-    ``data`` is validated with the section of the modality registered for ``data.dataset`` (a
-    key that does not apply to it is an error naming the keys that do), the loss components are
+    Each name-dependent section (:func:`dependent_sections`: ``data`` and ``eval`` by the modality
+    of ``data.dataset``, ``moco`` by ``train.mode``) is validated with the schema of the chosen
+    name (a key that does not apply is an error naming the keys that do), the loss components are
     built once (kept in ``cfg.loss`` for :func:`~hardneg.pipeline.build.build_loss`), and
     the modality's own checks run. ``check_groups`` (``hardneg compare`` / ``sweep`` only) also
     validates every ``compare.strategies[i].overrides`` and ``sweep.grid`` point.
@@ -316,16 +422,21 @@ def validate(data: dict[str, Any], *, check_groups: bool = False) -> RunConfig:
     imports = data.get("imports") or []
     if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
         _import_plugins(imports)
-    raw_data = data.get("data", {})
-    if not isinstance(raw_data, dict):
-        raise ConfigError(f"invalid value for 'data': must be a mapping, got {raw_data!r}")
-    modality = _modality(raw_data.get("dataset", "digits"))
+    sections: dict[str, Section] = {}
+    for name, dep in dependent_sections(data).items():
+        raw = data.get(name, {})
+        if not isinstance(raw, dict):
+            raise ConfigError(f"invalid value for '{name}': must be a mapping, got {raw!r}")
+        try:
+            sections[name] = dep.schema.model_validate(raw)
+        except ValidationError as err:
+            first = err.errors()[0]
+            if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
+                raise _unknown(data, name, str(first["loc"][0]), list(dep.schema.model_fields)) from None
+            raise from_validation_error(err, dep.schema, name) from None
+    modality = _modality(_chosen(data, "data", "dataset", _DEFAULT_DATASET))
     try:
-        section = modality.section.model_validate(raw_data)
-    except ValidationError as err:
-        raise from_validation_error(err, modality.section, "data") from None
-    try:
-        cfg = RunConfig.model_validate({**data, "data": section})
+        cfg = RunConfig.model_validate({**data, **sections})
     except ValidationError as err:
         raise from_validation_error(err, RunConfig) from None
     for name in COMPONENT_SECTIONS:
@@ -383,10 +494,10 @@ def _check_cross(cfg: RunConfig, modality: Modality) -> None:
                 f"invalid value for 'train.grad_cache_chunk': {name} trains with its own step; must be "
                 f"null, got {cfg.train.grad_cache_chunk}"
             )
-    if modality.has_evaluate and cfg.eval.every_n_epochs > 0:
+    online = getattr(cfg.eval, "every_n_epochs", 0)  # the engine readouts' online kNN
+    if modality.has_evaluate and online > 0:
         raise ConfigError(
-            f"invalid value for 'eval.every_n_epochs': {name} has no online kNN; must be 0, "
-            f"got {cfg.eval.every_n_epochs}"
+            f"invalid value for 'eval.every_n_epochs': {name} has no online kNN; must be 0, got {online}"
         )
     check_model_keys(cfg.model)
     if cfg.train.gradient_clip_norm is not None and cfg.train.grad_cache_chunk is not None:
@@ -475,21 +586,28 @@ def load_config(
 ) -> RunConfig:
     """Load a YAML config (path or packaged name; ``None`` = defaults) and apply overrides.
 
-    The defaults of ``data`` are those of the modality of the file's ``data.dataset`` (``digits``
-    without one); an override of ``data.dataset`` to another modality's data set starts that
-    modality's section anew, keeping the values of the keys both sections have. ``check_groups``:
+    The defaults of ``data`` and ``eval`` are those of the modality of the file's ``data.dataset``
+    (``digits`` without one), those of ``moco`` those of its ``train.mode``; an override of
+    ``data.dataset`` to another modality's data set (of ``train.mode``) starts those sections anew,
+    keeping the values of the keys both schemas have. A run folder's ``config.yaml`` written by an
+    older hardneg may hold ``eval`` / ``moco`` keys that do not apply: they had no effect, and are
+    dropped. ``check_groups``:
     also validate the compare strategies and sweep points (the group runner validates the jobs of
     the group it runs anyway, before writing anything).
     """
-    user = read_yaml(resolve_config_path(config)) if config is not None else {}
+    path = resolve_config_path(config) if config is not None else None
+    user = read_yaml(path) if path is not None else {}
     ov = dict(overrides) if isinstance(overrides, dict) else parse_overrides(list(overrides))
     imports = ov.get("imports", user.get("imports")) or []
     if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
         _import_plugins(imports)  # a user's modality must be registered before its defaults are read
-    user_data = user.get("data")
-    # the file's data set gives the defaults; an override of data.dataset retargets in apply_overrides
-    dataset = user_data.get("dataset", "digits") if isinstance(user_data, dict) else "digits"
-    base = _defaults(dataset if isinstance(dataset, str) else "digits")
+    # the file's data set and mode give the defaults; an override of either retargets in apply_overrides
+    dataset = _chosen(user, "data", "dataset", _DEFAULT_DATASET)
+    mode = _chosen(user, "train", "mode", _DEFAULT_MODE)
+    base = _defaults(dataset if isinstance(dataset, str) else _DEFAULT_DATASET,
+                     mode if isinstance(mode, str) else _DEFAULT_MODE)
+    if path is not None and _is_run_record(path):
+        _drop_inapplicable(user, base)
     _deep_merge(base, user, "")
     apply_overrides(base, ov)
     _name_the_data(base, ov)

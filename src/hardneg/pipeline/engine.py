@@ -4,8 +4,10 @@ Checkpoints go to ``<run>/checkpoints``: ``last.ckpt`` and ``epochNNN.ckpt`` aft
 (what ``--resume`` continues from, passed to ``fit`` explicitly) and ``interrupted.ckpt`` when
 training stops on an exception or Ctrl-C (:class:`InterruptCheckpoint`: for inspection, never
 resumed from; a SIGKILL leaves the last epoch checkpoint).
-Every save is atomic in the checkpoint folder itself (:mod:`hardneg.pipeline.checkpoints`). Logs go
-to ``<run>/logs`` (CSV, kept across ``--resume``, and TensorBoard when installed).
+Every save is atomic in the checkpoint folder itself (:mod:`hardneg.pipeline.checkpoints`). The
+per-epoch history goes to ``<run>/metrics.csv`` (:mod:`hardneg.pipeline.history`: written before
+each checkpoint, trimmed to the checkpoint on ``--resume``); step-level values go to
+``<run>/logs/tensorboard`` when TensorBoard is installed.
 """
 
 from __future__ import annotations
@@ -145,12 +147,11 @@ def build_trainer(
     log_every_n_steps: int = 5,
     progress: bool = True,
     tensorboard: bool = True,
-    resume_epoch: int | None = None,
     gradient_clip_norm: float | None = None,
     accumulate_grad_batches: int = 1,
     options: dict[str, Any] | None = None,
 ) -> L.Trainer:
-    """A ``Trainer`` that checkpoints every epoch and on interruption, logging CSV + TensorBoard.
+    """A ``Trainer`` that checkpoints every epoch and on interruption, writing the history CSV.
 
     Args:
         run_dir: the run folder.
@@ -160,9 +161,7 @@ def build_trainer(
             gloo on CPU and NCCL on GPU.
         deterministic: ``torch.use_deterministic_algorithms`` (bitwise-reproducible on CPU).
         progress: show a progress bar (see :func:`show_progress`).
-        tensorboard: also log to TensorBoard (skipped with a notice if not installed).
-        resume_epoch: the epoch of the checkpoint a resumed run starts from: the CSV log keeps
-            its rows up to that epoch instead of starting a new file.
+        tensorboard: log step-level values to TensorBoard (skipped with a notice if not installed).
         gradient_clip_norm: clip the gradient's global L2 norm to this value before each
             optimiser step (``None``: no clipping).
         accumulate_grad_batches: step the optimiser every k batches.
@@ -174,13 +173,13 @@ def build_trainer(
     check_trainer_options(options or {})
     from lightning.pytorch.loggers import Logger
 
+    from hardneg.pipeline.callbacks import HistoryWriter
     from hardneg.pipeline.checkpoints import AtomicCheckpointIO
-    from hardneg.pipeline.csv_log import ResumableCSVLogger
+    from hardneg.pipeline.history import HISTORY_FILE
 
     run = Path(run_dir)
     ckpt_dir = run / "checkpoints"
-    loggers: list[Logger] = [ResumableCSVLogger(save_dir=str(run), name="logs", version="csv",
-                                                keep_until_epoch=resume_epoch)]
+    loggers: list[Logger] = []
     if tensorboard:
         try:
             from lightning.pytorch.loggers import TensorBoardLogger
@@ -188,8 +187,10 @@ def build_trainer(
             loggers.append(TensorBoardLogger(save_dir=str(run), name="logs", version="tensorboard",
                                              default_hp_metric=False))
         except ModuleNotFoundError:  # pragma: no cover - tensorboard is a toolkit dependency
-            print("notice: tensorboard is not installed; logging CSV only", file=sys.stderr)
+            print("notice: tensorboard is not installed; step-level values are not logged "
+                  "(metrics.csv has the epochs)", file=sys.stderr)
     all_callbacks: list[Callback] = [
+        HistoryWriter(run / HISTORY_FILE),
         EpochCheckpoint(dirpath=str(ckpt_dir), filename="epoch{epoch:03d}", auto_insert_metric_name=False,
                         every_n_epochs=1, save_top_k=1, save_last=True, save_on_train_epoch_end=True),
         InterruptCheckpoint(dirpath=ckpt_dir),

@@ -22,10 +22,10 @@ import torch
 
 from hardneg._io import atomic_write_text
 from hardneg._signals import STOP_SIGNALS, interrupt_signals
-from hardneg.data.images import LabeledImages
 from hardneg.data.vectors import Split, split_inputs
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
+from hardneg.modalities.readouts import ReadoutEval
 from hardneg.pipeline.build import build_module
 from hardneg.pipeline.callbacks import OnlineKNN, PhaseTimer, RunIdentity
 from hardneg.pipeline.checkpoints import (
@@ -47,6 +47,7 @@ from hardneg.pipeline.resources import check_memory, stage
 from hardneg.pipeline.run_folder import (
     RunExists,
     RunResult,
+    load_result,
     prepare_run_dir,
     run_dir_for,
     run_lock,
@@ -169,16 +170,17 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     callbacks.append(timer)
     callbacks.append(RunIdentity(config_digest(cfg)))
     online: OnlineKNN | None = None
-    if cfg.eval.every_n_epochs > 0:
+    e = cfg.eval
+    if isinstance(e, ReadoutEval) and e.every_n_epochs > 0:  # the engine readouts' online kNN
         online = OnlineKNN(
             train_images=split_inputs(train)[train.labels >= 0],
             train_labels=train.labels[train.labels >= 0],
             test_images=split_inputs(test),
             test_labels=test.labels,
-            every_n_epochs=cfg.eval.every_n_epochs,
-            k=cfg.eval.knn_k,
-            temperature=cfg.eval.knn_temperature,
-            batch_size=cfg.eval.batch_size,
+            every_n_epochs=e.every_n_epochs,
+            k=e.knn_k,
+            temperature=e.knn_temperature,
+            batch_size=e.batch_size,
         )
         callbacks.append(online)
     t = cfg.train
@@ -203,7 +205,6 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         deterministic=t.deterministic,
         log_every_n_steps=t.log_every_n_steps,
         progress=t.progress and not quiet,
-        resume_epoch=int(found[1].get("epoch", 0)) if found else None,
         gradient_clip_norm=t.gradient_clip_norm,
         accumulate_grad_batches=t.accumulate_grad_batches,
         options=dict(cfg.trainer),
@@ -284,9 +285,10 @@ def _evaluate_and_write(
             fig_dir / "cosine_histograms.png",
             title="cosine similarity of test representations",
         )
-        if isinstance(test, LabeledImages):  # a grid of images; vectors have no picture
+        pictures = modality.pictures(test)  # a grid of images; data without a picture has none
+        if pictures is not None:
             figures.hardest_negatives_grid(
-                test.images, res.test_features, test.labels, fig_dir / "hardest_negatives.png", seed=cfg.seed
+                pictures, res.test_features, test.labels, fig_dir / "hardest_negatives.png", seed=cfg.seed
             )
         hist = module.history
         if hist:
@@ -315,24 +317,16 @@ def _evaluate_and_write(
 
 
 def _evaluate_views(cfg: RunConfig, module: ContrastiveModule, train: Split, test: Split) -> EvalResult:
-    """Linear / kNN / mean-classifier / k-wise readouts of the backbone's ``h`` (images, vectors)."""
+    """Linear / kNN / mean-classifier / k-wise readouts of the backbone's ``h`` (images, vectors),
+    as the run's ``eval`` section sets them (:meth:`~hardneg.modalities.readouts.ReadoutEval.readouts`)."""
     e = cfg.eval
+    if not isinstance(e, ReadoutEval):
+        raise TypeError(
+            f"data.dataset {cfg.data.dataset!r}: a modality without its own evaluate needs an eval section "
+            f"of the engine's readouts (ReadoutEval), got {type(e).__name__}"
+        )
     return evaluate_encoder(
-        module.encoder,
-        train=train,
-        test=test,
-        linear=e.linear,
-        linear_C=e.linear_C,
-        knn=e.knn,
-        knn_k=e.knn_k,
-        knn_temperature=e.knn_temperature,
-        mean_classifier=e.mean_classifier,
-        kwise=e.kwise,
-        kwise_tasks=e.kwise_tasks,
-        mean_shots=e.mean_shots,
-        latent_table=e.latent_table,
-        batch_size=e.batch_size,
-        seed=cfg.seed,
+        module.encoder, train=train, test=test, **e.readouts(), batch_size=e.batch_size, seed=cfg.seed
     )
 
 
@@ -383,8 +377,8 @@ def evaluate_run(
     outside = sorted(k for k in extra if not k.startswith("eval."))
     if outside:
         raise ValueError(f"overrides of a saved run may change eval.* keys only, got {outside}")
+    _check_senteval(load_config(cfg_path), extra, run)  # before the override is refused as a key
     saved = load_config(cfg_path, extra)
-    _check_senteval(saved, extra, run)
     # Writing (metrics, figures, removing a killed save's temporary files) needs the folder's
     # lock, taken before anything is touched; a read-only evaluation removes nothing.
     writes = write or figures_on
@@ -420,11 +414,12 @@ def check_senteval_run(run_dir: str | Path) -> None:
 
 
 def _check_senteval(cfg: RunConfig, overrides: dict[str, Any], run: Path) -> None:
-    """``--senteval`` (``eval.senteval``) evaluates sentence encoders only."""
+    """``--senteval`` (``eval.senteval``) evaluates the runs whose modality's ``eval`` section has
+    SentEval's keys (sentence encoders) only."""
     if overrides.get("eval.senteval") is None:
         return
     modality = get_modality(cfg.data.dataset)
-    if modality.name != "sentences":
+    if "senteval" not in modality.eval_section.model_fields:
         raise ValueError(
             f"--senteval (eval.senteval) evaluates runs trained on sentences; the run '{run}' was trained "
             f"on data set '{cfg.data.dataset}' ({modality.name})"
@@ -440,9 +435,8 @@ def _not_the_final_checkpoint(cfg: RunConfig, run: Path, ckpt: Path, state: dict
         ours = digest == config_digest(cfg)
     if not ours:
         return _FOREIGN
-    path = run / "metrics.json"
-    history = _read_json(path).get("history") if path.is_file() else None
-    final = len(history) if isinstance(history, list) and history else cfg.train.epochs
+    result = load_result(run)
+    final = len(result.history) if result is not None and result.history else cfg.train.epochs
     done = checkpoint_epochs(state)
     if done == final:
         return None

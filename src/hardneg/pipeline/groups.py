@@ -31,7 +31,7 @@ import sys
 import time
 import unicodedata
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,32 +80,26 @@ __all__ = [
     "run_sweep",
     "sum_timing",
     "sweep_arms",
+    "table_metrics",
 ]
 
-# the columns of the tables (those a run reports): image / vector readouts, graph CV readouts,
-# Arora et al.'s Table 1 (mean classifier, avg-2 / avg-10, mu-5) and the SentEval tasks
-TABLE_METRICS = (
-    "linear_top1",
-    "knn_top1",
-    "knn_top5",
-    "mean_top1",
-    "svm_cv",
-    "logistic_cv",
-    "mu_avg2",
-    "mu_avg10",
-    "mu5_top1",
-    "mr_acc",
-    "cr_acc",
-    "subj_acc",
-    "mpqa_acc",
-    "trec_acc",
-    "msrp_acc",
-)
+
+def table_metrics(configs: Iterable[RunConfig]) -> tuple[str, ...]:
+    """The columns of a group's tables: the metrics each run's modality names for its config
+    (:meth:`~hardneg.modalities.Modality.table_metrics`), in order, each once.
+
+    >>> from hardneg.pipeline.config import load_config
+    >>> table_metrics([load_config("graphs")])
+    ('svm_cv', 'logistic_cv')
+    """
+    names = [m for c in configs for m in get_modality(c.data.dataset).table_metrics(c)]
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass
 class CompareResult:
-    """Per-run results and the mean ± std table ``table[label][metric] = (mean, std)``."""
+    """Per-run results and the mean ± std table ``table[label][metric] = (mean, std)``; ``metrics``:
+    the table's columns (:func:`table_metrics` of the group's configs)."""
 
     root: Path
     runs: dict[str, list[RunResult]]
@@ -113,6 +107,7 @@ class CompareResult:
     timing: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
     written: list[Path] = field(default_factory=list)  # the group's own files, figures included
+    metrics: tuple[str, ...] = ()
 
 
 def aggregate(runs: dict[str, list[RunResult]]) -> dict[str, dict[str, tuple[float, float]]]:
@@ -133,10 +128,13 @@ def format_table(
     table: dict[str, dict[str, tuple[float, float]]],
     *,
     label: str = "strategy",
-    metrics: tuple[str, ...] = TABLE_METRICS,
+    metrics: Sequence[str] | None = None,
     seeds: int | None = None,
 ) -> str:
-    """Markdown table of accuracies in % (mean ± std)."""
+    """Markdown table of accuracies in % (mean ± std): the columns ``metrics`` that some row holds,
+    in that order (a group's :attr:`CompareResult.metrics`; ``None``: every metric, sorted)."""
+    if metrics is None:
+        metrics = sorted({m for row in table.values() for m in row})
     cols = [m for m in metrics if any(m in row for row in table.values())]
     head = f"| {label} | " + " | ".join(cols) + " |"
     lines = [head, "|" + "---|" * (len(cols) + 1)]
@@ -551,13 +549,14 @@ def run_group(
         except Interrupted as stop:
             runs = _collect(jobs, stop.results)
             partial = (sum(r is not None for r in stop.results), len(jobs))
+        configs = {label: sub for label, _, sub, _ in jobs}
         result = CompareResult(
             root=root,
             runs=runs,
             table=aggregate(runs),
             timing=sum_timing([r for rs in runs.values() for r in rs]),
+            metrics=table_metrics(sub for _, _, sub, _ in jobs),
         )
-        configs = {label: sub for label, _, sub, _ in jobs}
         result.written = _write_group(
             cfg, kind, result, {a.label: a.point for a in arms}, configs,
             seeds=len(group.seeds), partial=partial,
@@ -591,8 +590,8 @@ def paired_table(result: CompareResult) -> str:
         return ""
     values = {label: {run_seed(r): r.eval for r in rs} for label, rs in result.runs.items()}
     baseline = next(iter(result.runs))
-    table = paired_differences(values, baseline=baseline, metrics=TABLE_METRICS)
-    return format_paired(table, baseline=baseline, metrics=TABLE_METRICS)
+    table = paired_differences(values, baseline=baseline, metrics=list(result.metrics))
+    return format_paired(table, baseline=baseline, metrics=list(result.metrics))
 
 
 def beta_series(
@@ -653,7 +652,8 @@ def _write_group(
         for s, row in result.table.items()
     ]
     atomic_write_text(root / "table.csv", csv_text(table_rows))
-    md = format_table(result.table, label="strategy" if kind == "compare" else "grid point", seeds=seeds)
+    md = format_table(result.table, label="strategy" if kind == "compare" else "grid point",
+                      metrics=result.metrics, seeds=seeds)
     atomic_write_text(root / "table.md", md + "\n")
     payload: dict[str, Any] = {
         "table": {s: {m: list(v) for m, v in row.items()} for s, row in result.table.items()},
@@ -721,7 +721,7 @@ def _group_figures(
     spread = f"mean ± std over {seeds} seeds" if seeds > 1 else "one seed"
     if kind == "compare":
         figures.accuracy_bars(
-            {s: {m: v for m, v in row.items() if m in TABLE_METRICS} for s, row in result.table.items()},
+            {s: {m: v for m, v in row.items() if m in result.metrics} for s, row in result.table.items()},
             fig / "accuracy.png",
             title=f"{cfg.data.dataset}: {spread}",
         )
@@ -738,7 +738,7 @@ def _group_figures(
                 title="test cosine similarity, same vs different label (first seed)",
             )
             out.append(fig / "cosine_histograms.png")
-        metric = next((m for m in TABLE_METRICS if any(m in row for row in result.table.values())), None)
+        metric = next((m for m in result.metrics if any(m in row for row in result.table.values())), None)
         by_beta = beta_series(result.table, configs, metric) if metric else {}
         if by_beta:
             figures.curves(
@@ -765,7 +765,7 @@ def _group_figures(
             continue
         path = fig / f"accuracy_vs_{key.split('.')[-1]}.png"
         figures.curves(
-            _series_along(key, result.runs, points),
+            _series_along(key, result.runs, points, result.metrics),
             path,
             xlabel=key,
             title=f"accuracy vs {key} ({spread})",
@@ -792,7 +792,7 @@ def _epoch_series(runs: dict[str, list[RunResult]]) -> dict[str, list[tuple[floa
 
 
 def _series_along(
-    key: str, runs: dict[str, list[RunResult]], labels: dict[str, dict[str, Any]]
+    key: str, runs: dict[str, list[RunResult]], labels: dict[str, dict[str, Any]], metrics: tuple[str, ...]
 ) -> dict[str, list[tuple[float, float, float]]]:
     """Lines ``metric [other keys]`` of (value of ``key``, mean, std)."""
     groups: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
@@ -801,7 +801,7 @@ def _series_along(
         rest = ",".join(f"{k.split('.')[-1]}={v}" for k, v in point.items() if k != key)
         for metric in ("linear_top1", "knn_top1", "mean_top1"):
             vals = np.array([r.eval[metric] for r in results if metric in r.eval], dtype=float)
-            if vals.size == 0 or metric not in TABLE_METRICS:
+            if vals.size == 0 or metric not in metrics:
                 continue
             name = metric.replace("_top1", "") + (f" [{rest}]" if rest else "")
             groups[name].append((float(point[key]), float(vals.mean()), _std(vals)))

@@ -86,7 +86,9 @@ def queue_terms(cfg: RunConfig, anchors: int) -> list[MemoryTerm]:
     """``train.mode=moco``: the queue (``moco.queue_size`` keys of ``model.projection_dim`` floats
     and their labels) and the ``(B, queue)`` scores with their gradient (capped by
     ``loss.memory_budget``)."""
-    if cfg.train.mode != "moco":
+    from hardneg.config.schema import MocoConfig
+
+    if cfg.train.mode != "moco" or not isinstance(cfg.moco, MocoConfig):
         return []
     size, dim = cfg.moco.queue_size, cfg.model.projection_dim
     scores = min(2 * anchors * size * FLOAT, cfg.loss.memory_budget)
@@ -100,9 +102,13 @@ def evaluation_terms(cfg: RunConfig, modality: Modality) -> list[MemoryTerm]:
     """The engine's k-wise evaluation (``eval.kwise`` with the mean classifier, or
     ``eval.latent_table``): ``eval.kwise_tasks`` sampled tasks, each a numpy array of ``k + 1``
     class indices (none for a modality with its own evaluation)."""
+    from hardneg.modalities.readouts import ReadoutEval
+
     e = cfg.eval
-    ks = [*(e.kwise if e.mean_classifier else []), *((1, 9) if e.latent_table else ())]
-    if modality.has_evaluate or not ks:
+    if modality.has_evaluate or not isinstance(e, ReadoutEval):
+        return []
+    ks = [*(e.kwise if e.mean_classifier else []), *((1, 9) if e.readouts()["latent_table"] else ())]
+    if not ks:
         return []
     k = max(ks)
     return [MemoryTerm(f"the {e.kwise_tasks} sampled {k + 1}-way tasks of the k-wise evaluation",

@@ -5,14 +5,15 @@ A run folder holds::
     .hardneg-run           the marker: made by hardneg (kind and version), what --force may delete
     config.yaml            the resolved config (what --resume and `hardneg evaluate` read)
     provenance.json        hashes of the config, the code and data the run read; library versions
-    metrics.json           per-epoch history, evaluation, online kNN curve, timing
-    metrics.csv            per-epoch history (loss and loss diagnostics, β)
+    metrics.json           the results: evaluation, online kNN curve, timing
+    metrics.csv            per-epoch history (loss and loss diagnostics, β, learning rate): written
+                           before every checkpoint (:mod:`hardneg.pipeline.history`)
     eval.csv               evaluation metrics (linear / kNN / mean classifier / k-wise)
     features.npz           test-set backbone features `features` (n, d) float32 and `labels`
                            (n,) int64: the input of `hardneg theory report RUN`
     summary.md             a short human-readable summary
     checkpoints/           last.ckpt (every epoch), epochNNN.ckpt, interrupted.ckpt
-    logs/csv, logs/tensorboard
+    logs/tensorboard       step-level values (when TensorBoard is installed)
     figures/               cosine histograms, hardest negatives (images only), loss (and kNN) curves
 
 Every file is written atomically (:mod:`hardneg._io`). ``hardneg compare`` and ``hardneg sweep``
@@ -22,7 +23,6 @@ use the same writers (:func:`csv_text`, :func:`timing_lines`, :func:`load_result
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import json
 import os
@@ -43,6 +43,7 @@ from hardneg.pipeline.config import (
     load_config,
     with_overrides,
 )
+from hardneg.pipeline.history import HISTORY_FILE, csv_text, read_history
 
 __all__ = [
     "GROUP_MARKER",
@@ -400,7 +401,7 @@ def reclaim_folder(folder: Path, kind: str, *, force: bool, lock: FolderLock | N
 
 @dataclass
 class RunResult:
-    """What a finished run produced (also written to ``metrics.json``)."""
+    """What a finished run produced (``history`` in ``metrics.csv``, the rest in ``metrics.json``)."""
 
     run_dir: Path
     history: list[dict[str, float]]
@@ -411,7 +412,8 @@ class RunResult:
     test_labels: torch.Tensor | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"history": self.history, "eval": self.eval, "online_knn": self.online, "timing": self.timing}
+        """The content of ``metrics.json`` (the history has its own file, ``metrics.csv``)."""
+        return {"eval": self.eval, "online_knn": self.online, "timing": self.timing}
 
 
 def run_dir_for(cfg: RunConfig, out: str | Path | None = None) -> Path:
@@ -512,17 +514,6 @@ def _with_threads(cfg: RunConfig, threads: int | None) -> RunConfig:
     return cfg if cfg.train.threads == resolved else with_overrides(cfg, {"train.threads": resolved})
 
 
-def csv_text(rows: list[dict[str, Any]]) -> str:
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
 _PHASES = ("data", "augment", "encoder_forward", "loss_forward", "backward", "optimizer")
 
 
@@ -569,7 +560,6 @@ def write_outputs(cfg: RunConfig, result: RunResult) -> None:
     if result.test_features is not None and result.test_labels is not None:
         write_features(run / "features.npz", result.test_features, result.test_labels)
     atomic_write_text(run / "metrics.json", json.dumps(result.to_json(), indent=2, sort_keys=True))
-    atomic_write_text(run / "metrics.csv", csv_text(result.history))
     eval_rows = [{"metric": k, "value": v} for k, v in result.eval.items()]
     atomic_write_text(run / "eval.csv", csv_text(eval_rows))
     from hardneg.modalities import get_modality
@@ -607,14 +597,16 @@ def write_outputs(cfg: RunConfig, result: RunResult) -> None:
 
 
 def load_result(run_dir: str | Path) -> RunResult | None:
-    """The result of a finished run (from ``metrics.json``), or ``None`` if it did not finish."""
+    """The result of a finished run (``metrics.json`` and ``metrics.csv``), or ``None`` if it did not
+    finish. A 0.2 run folder kept its history in ``metrics.json``; it is read from there."""
     path = Path(run_dir) / "metrics.json"
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
+    history_file = Path(run_dir) / HISTORY_FILE
     return RunResult(
         run_dir=Path(run_dir),
-        history=data.get("history", []),
+        history=read_history(history_file) if history_file.is_file() else data.get("history", []),
         eval=data.get("eval", {}),
         online=data.get("online_knn", []),
         timing=data.get("timing", {}),

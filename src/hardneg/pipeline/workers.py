@@ -19,12 +19,15 @@ config, so they do not depend on ``workers``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, cast
+
+from hardneg._signals import interrupt_signals
 
 __all__ = ["Interrupted", "run_supervised"]
 
@@ -114,7 +117,8 @@ def run_supervised(
     running: dict[Any, tuple[int, Any]] = {}  # connection -> (job index, process)
     queue = list(range(len(jobs)))
     parent = os.getpid()
-    restore = _sigterm_as_interrupt()
+    stop_signals = contextlib.ExitStack()
+    stop_signals.enter_context(interrupt_signals())  # SIGTERM / SIGHUP stop the group as Ctrl-C does
     try:
         while queue or running:
             while queue and len(running) < workers:
@@ -148,7 +152,7 @@ def run_supervised(
         _kill(running)
         raise
     finally:
-        restore()
+        stop_signals.close()
     return results
 
 
@@ -163,7 +167,8 @@ def _in_process(
     Lightning answers Ctrl-C during ``fit`` by ignoring SIGINT from then on and exiting with
     status 1; the default SIGINT handler is put back so that a second Ctrl-C still works.
     """
-    restore = _sigterm_as_interrupt()
+    stop_signals = contextlib.ExitStack()
+    stop_signals.enter_context(interrupt_signals())  # SIGTERM / SIGHUP stop the group as Ctrl-C does
     try:
         for i, args in enumerate(jobs):
             results[i] = fn(*args)
@@ -176,7 +181,7 @@ def _in_process(
             raise
         raise Interrupted(results) from None
     finally:
-        restore()
+        stop_signals.close()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, signal.default_int_handler)
     return results
@@ -191,22 +196,3 @@ def _kill(running: dict[Any, tuple[int, Any]]) -> None:
         proc.join()
         conn.close()
     running.clear()
-
-
-def _sigterm_as_interrupt() -> Callable[[], None]:
-    """Treat SIGTERM like Ctrl-C while a group runs; returns the function that undoes it.
-
-    Only the main thread can set a signal handler; elsewhere nothing changes.
-    """
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = signal.signal(signal.SIGTERM, handler)
-
-    def restore() -> None:
-        signal.signal(signal.SIGTERM, previous)
-
-    return restore

@@ -1,4 +1,5 @@
-"""The reproduction report: ``claims.md``, ``claims.csv`` and ``figures/claims.png``, written atomically."""
+"""The reproduction report: ``claims.md``, ``claims.csv``, ``claims.json`` and ``figures/claims.png``, written
+atomically."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from hardneg._io import atomic_write_text
 
-__all__ = ["claims_markdown", "summary_table", "write_report"]
+__all__ = ["claims_markdown", "report_json", "summary_table", "write_report"]
 
 _COLUMNS = (
     "claim", "section", "verdict", "outcome", "exploratory", "text", "quote", "source", "design", "data",
@@ -202,16 +203,49 @@ def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | N
     return "\n".join(lines)
 
 
+def _json_value(x: Any) -> Any:
+    """A JSON-safe cell: NumPy scalars become Python numbers, NaN and infinities ``None``."""
+    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
+        x = x.item()
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def report_json(
+    rows: list[dict[str, Any]], *, budget: str, partial: str | None = None, seconds: float | None = None
+) -> str:
+    """``<stem>.json``: the rows of ``<stem>.csv`` (NaN as ``null``) with what produced them — the budget,
+    the commit (:func:`~hardneg.reproduce.snapshot.source_commit`), the source digest, the wall time
+    ``seconds`` (``null`` when not given), the count of claims reproduced, and whether the report is
+    partial or exploratory."""
+    import json
+
+    from hardneg.pipeline.provenance import source_digest
+    from hardneg.reproduce.snapshot import source_commit
+
+    claims = [r for r in rows if r.get("section", "claim") == "claim"]
+    exploratory = any(r.get("exploratory") for r in rows)
+    doc = {"budget": budget, "commit": source_commit(), "source_sha256": source_digest()[:12],
+           "seconds": seconds, "partial": partial is not None, "exploratory": exploratory,
+           "count": _count(claims, budget) if claims and not exploratory else None,
+           "rows": [{k: _json_value(r.get(k, "")) for k in _COLUMNS} for r in rows]}
+    return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def write_report(
-    rows: list[dict[str, Any]], root: Path, *, budget: str, partial: str | None = None, stem: str = "claims"
+    rows: list[dict[str, Any]], root: Path, *, budget: str, partial: str | None = None, stem: str = "claims",
+    seconds: float | None = None,
 ) -> None:
-    """Write ``<stem>.md``, ``<stem>.csv`` and ``figures/<stem>.png`` under ``root`` (``partial``: see
-    :func:`claims_markdown`; ``stem``: ``claims``, or ``claims-only-<ids>`` for an exploratory run)."""
+    """Write ``<stem>.md``, ``<stem>.csv``, ``<stem>.json`` and ``figures/<stem>.png`` under ``root``
+    (``partial``: see :func:`claims_markdown`; ``stem``: ``claims``, or ``claims-only-<ids>`` for an
+    exploratory run; ``seconds``: the wall time so far, recorded in ``<stem>.json``; see
+    :func:`report_json`)."""
     from hardneg.figures.claims import claims_figure
     from hardneg.pipeline.run_folder import csv_text
 
     root.mkdir(parents=True, exist_ok=True)
     table = [{k: r.get(k, "") for k in _COLUMNS} for r in rows]
     atomic_write_text(root / f"{stem}.csv", csv_text(table))
+    atomic_write_text(root / f"{stem}.json",
+                      report_json(rows, budget=budget, partial=partial, seconds=seconds))
     atomic_write_text(root / f"{stem}.md", claims_markdown(rows, budget=budget, partial=partial) + "\n")
     claims_figure(rows, root / "figures" / f"{stem}.png", budget=budget)

@@ -365,6 +365,6 @@ def run_reproduce(
             rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder), experiment=exp.id,
                              **_measured(c, sides)))
     judge_rows(rows, diffs, budget=budget, exploratory=exploratory)
-    write_report(rows, root / budget, budget=budget, stem=stem)
+    write_report(rows, root / budget, budget=budget, stem=stem, seconds=time.perf_counter() - start)
     return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start,
                            report=root / budget / f"{stem}.md")

@@ -50,7 +50,7 @@ import numpy as np
 
 from hardneg.data.folds import nested_cv_problem
 from hardneg.evaluate import LinearReadout, cross_validated_readouts
-from hardneg.evaluate._arrays import as_features
+from hardneg.evaluate.arrays import as_features
 from hardneg.senteval.errors import SentEvalFormatError, TooFewExamplesError
 from hardneg.senteval.readers import find_tasks, read_task, resolve_task_name, task_files
 from hardneg.senteval.tasks import TASK_NAMES, BinaryTask, PairTask, PoolTask, SplitTask, Task

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._checks import check_int, check_loss, check_real, resolve_probs
+from .arguments import check_int, check_loss, check_real, resolve_probs
 from .collisions import (
     collision_probability,
     no_all_collide_probability,

@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from ._checks import check_int, check_loss, check_real, resolve_probs
+from .arguments import check_int, check_loss, check_real, resolve_probs
 from .collisions import collision_count_pmf, collision_probability, no_collision_probability
 from .coupon import coupon_expected_draws, harmonic_number
 

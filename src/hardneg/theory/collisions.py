@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ._checks import check_int, check_real, resolve_probs
+from .arguments import check_int, check_real, resolve_probs
 
 ProbsLike = Sequence[float] | NDArray[np.floating] | None
 

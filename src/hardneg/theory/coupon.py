@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import comb
 
-from ._checks import check_int, check_probs
+from .arguments import check_int, check_probs
 
 __all__ = [
     "coupon_cover_probability",

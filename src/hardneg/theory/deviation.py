@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._checks import check_probs
+from .arguments import check_probs
 
 __all__ = ["intraclass_deviation", "split_by_class", "to_numpy"]
 

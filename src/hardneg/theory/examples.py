@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-from ._checks import check_int, check_probs, check_real, resolve_probs
+from .arguments import check_int, check_probs, check_real, resolve_probs
 from .deviation import to_numpy
 
 __all__ = [

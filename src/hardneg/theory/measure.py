@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._checks import check_int, check_loss
+from .arguments import check_int, check_loss
 from .arora import (
     arora_coefficients,
     arora_lemma_4_3_bound,

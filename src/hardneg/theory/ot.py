@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from ._checks import check_int, check_real
+from .arguments import check_int, check_real
 
 __all__ = ["degenerate_minmax_value"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ._checks import check_int, check_probs, check_real
+from .arguments import check_int, check_probs, check_real
 
 __all__ = ["TammesResult", "weighted_tammes"]
 

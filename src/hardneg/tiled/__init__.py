@@ -2,10 +2,13 @@
 
 :class:`~hardneg.ContrastiveLoss` switches to it when the matrices would exceed its
 ``memory_budget``; :func:`tiled_loss` is the functional entry point and :func:`tiled_lse` the
-streaming log-sum-exp with a recomputing backward underneath.
+streaming log-sum-exp with a recomputing backward underneath. A distribution is tiled when it
+states its weights per tile (:mod:`hardneg.negatives.tiling`); :mod:`hardneg.tiled.choice`
+decides which engine computes a batch.
 """
 
-from hardneg.tiled.engine import check_tileable, materialised_bytes, tile_for_budget, tiled_loss
+from hardneg.tiled.choice import check_tileable, materialised_bytes, tile_for_budget
+from hardneg.tiled.engine import tiled_loss
 from hardneg.tiled.lse import tiled_lse
 from hardneg.tiled.mask import TileMask
 

@@ -14,8 +14,9 @@ the other two engines) and computes only
 as a sampled dense–dense product on the sparsity pattern of the indices, whose backward is two
 sparse–dense products (nothing of size A·N or A·K·d is formed). The
 K logits per anchor become a :class:`~hardneg.scores.Scores` of shape (A, K) with an all-True
-mask, on which the inner distribution (Uniform, Hard(β), Hard with ``target_ess`` or
-``rescale``, …) and every objective run unchanged: the loss equals the materialised one on the
+mask, on which the inner distribution (any with ``per_anchor_weights = True``: Uniform, Hard(β),
+Hard with ``target_ess`` or ``rescale``, a user's distribution that declares it, …) and every
+objective run unchanged: the loss equals the materialised one on the
 K-subsampled mask, whose other columns carry no weight.
 
 Diagnostics read the drawn candidates' norms and labels per anchor (``neg_cosine``,
@@ -33,9 +34,7 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 from hardneg.negatives.base import NegativeDistribution
-from hardneg.negatives.hard import Hard
 from hardneg.negatives.subsample import Subsample, split_subsample
-from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
 from hardneg.reduction import LossOutput, reduce
 from hardneg.reduction.diagnostics import gathered_diagnostics
@@ -48,18 +47,19 @@ __all__ = ["check_gatherable", "gathered_logits", "gathered_loss"]
 def check_gatherable(negatives: NegativeDistribution) -> tuple[NegativeDistribution, Subsample, bool]:
     """``(base, subsample, collision_free)`` of ``negatives``
     (:func:`~hardneg.negatives.subsample.split_subsample`) if the gathered engine computes it:
-    ``Subsample`` outermost (optionally around :class:`~hardneg.negatives.CollisionFree`) over
-    ``Uniform`` or ``Hard`` (any options: their weights are per anchor, so they read the K drawn
-    logits alone). ``ValueError`` otherwise (e.g. optimal transport, whose column marginals need
-    the whole (A, N) matrix)."""
+    ``Subsample`` outermost (optionally around :class:`~hardneg.negatives.CollisionFree`) over a
+    distribution that declares ``per_anchor_weights = True`` (Uniform, Hard with any options:
+    their weights are per anchor, so they read the K drawn logits alone). ``ValueError``
+    otherwise (e.g. optimal transport, whose column marginals need the whole (A, N) matrix)."""
     try:
         base, sub, collision_free = split_subsample(negatives)
     except ValueError:
         base, sub, collision_free = negatives, None, False
-    if sub is None or not isinstance(base, (Uniform, Hard)):
+    if sub is None or not base.per_anchor_weights:
         raise ValueError(
             "the gathered engine needs Subsample(num_negatives=K) outermost (optionally around "
-            "CollisionFree) over Uniform or Hard negatives, got "
+            "CollisionFree) over a distribution whose weights read only the anchor's own row "
+            "(per_anchor_weights = True: Uniform, Hard), got "
             f"negatives={negatives!r}; use engine='auto', 'materialised' or 'tiled'"
         )
     return base, sub, collision_free

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
 from hardneg._validation import check_rows_nonempty
-from hardneg.negatives.ot import COSTS, OptimalTransport
+from hardneg.negatives.ot import COSTS
+from hardneg.negatives.tiling import SinkhornTiles
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
 from hardneg.objectives.hinge import Hinge
@@ -46,12 +47,24 @@ from hardneg.tiled.mask import TileMask
 __all__ = [
     "OTKernel",
     "TiledSinkhornResult",
-    "check_ot_tileable",
+    "check_ot_objective",
     "ot_weighted_lse",
     "strip_rows",
     "tiled_ot_loss",
     "tiled_sinkhorn",
 ]
+
+
+class KernelSettings(Protocol):
+    """What :meth:`OTKernel.of` reads: a :class:`~hardneg.negatives.SinkhornTiles` (the tiling
+    protocol's statement) or an :class:`~hardneg.negatives.OptimalTransport` itself."""
+
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def cost(self) -> object: ...
+    @property
+    def kappa(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -77,7 +90,7 @@ class OTKernel:
     candidate_norms: Tensor
 
     @staticmethod
-    def of(negatives: OptimalTransport, anchor_norms: Tensor, candidate_norms: Tensor) -> OTKernel:
+    def of(negatives: KernelSettings, anchor_norms: Tensor, candidate_norms: Tensor) -> OTKernel:
         """The kernel rule of a distribution for these (detached) norms (one host read)."""
         if not isinstance(negatives.cost, str) or negatives.cost not in COSTS:
             raise ValueError(
@@ -395,21 +408,16 @@ def ot_weighted_lse(
     return lse - potentials.row_lse + potentials.counts.to(lse.dtype).log()
 
 
-def check_ot_tileable(negatives: OptimalTransport, objective: Objective) -> None:
-    """Raise ``ValueError`` unless :func:`tiled_ot_loss` computes this OT setting and objective."""
-    problems = []
-    if negatives.differentiable:
-        problems.append("differentiable=True (gradients through the unrolled Sinkhorn iterations)")
-    if not isinstance(negatives.cost, str):
-        problems.append(f"a callable cost ({negatives.cost!r})")
+def check_ot_objective(objective: Objective) -> None:
+    """Raise ``ValueError`` unless ``objective`` reads only ``log Σ_j w_ij e^{s_ij}``, ``s⁺_i`` and
+    ``N_i`` — all that :func:`tiled_ot_loss` streams (the hinge/triplet family's weighted means
+    would need the coupling's weights per tile)."""
     if isinstance(objective, (Hinge, Triplet)) or not getattr(objective, "row_reducible", False):
-        problems.append(f"objective={objective!r} (OT tiles with InfoNCE, Debiased, Logistic, LogisticMPair)")
-    if problems:
         raise ValueError(
             "the tiled engine (batches beyond memory_budget) computes OptimalTransport negatives with "
-            "differentiable=False, a string cost and an objective that reads log Σ_j w_ij e^{s_ij}; got "
-            + "; ".join(problems)
-            + ". Raise memory_budget to materialise the score matrix"
+            "an objective that reads log Σ_j w_ij e^{s_ij}; got "
+            f"objective={objective!r} (OT tiles with InfoNCE, Debiased, Logistic, LogisticMPair). "
+            "Raise memory_budget to materialise the score matrix"
         )
 
 
@@ -425,7 +433,7 @@ def tiled_ot_loss(
     positives: Tensor,
     candidates: Tensor,
     *,
-    negatives: OptimalTransport,
+    negatives: SinkhornTiles,
     objective: Objective,
     rule: TileMask,
     temperature: float,
@@ -450,7 +458,7 @@ def tiled_ot_loss(
     Shapes: ``anchors``, ``positives`` (A, d), ``candidates`` (N, d) prepared (normalised if asked,
     compute dtype); norms (A,), (A,), (N,) detached; ``rule`` the validity mask of the batch.
     """
-    check_ot_tileable(negatives, objective)
+    check_ot_objective(objective)
     kernel = OTKernel.of(negatives, anchor_norms, candidate_norms)
     res = tiled_sinkhorn(
         anchors, candidates, rule, kernel, tol=negatives.tol, max_iter=negatives.max_iter,

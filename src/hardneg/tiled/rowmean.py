@@ -63,9 +63,12 @@ class _TiledRowMean(torch.autograd.Function):
     ) -> Tensor:
         a_n = anchors.shape[0]
         total = torch.zeros(a_n, dtype=anchors.dtype, device=anchors.device)
-        if beta > 0:  # pass 1: L_β; pass 2: Σ_j p_ij h_ij
-            plan = plan_tiles(anchors, candidates, (beta,), rule, tile)
-            lse, counts = _lse_forward(anchors, candidates, (beta,), rule, tile, False, plan)
+        if beta != 0:  # pass 1: L_β; pass 2: Σ_j p_ij h_ij
+            # β < 0: L_β(s) = L_|β|(−s), the logits of the negated anchors (the streamed
+            # log-sum-exp takes positive exponents)
+            signed = anchors if beta > 0 else -anchors
+            plan = plan_tiles(signed, candidates, (abs(beta),), rule, tile)
+            lse, counts = _lse_forward(signed, candidates, (abs(beta),), rule, tile, False, plan)
             lse_beta: Tensor | None = lse[:, 0]
         else:  # one pass: Σ_j h_ij and N_i, then the mean
             lse_beta, counts = None, torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
@@ -99,7 +102,7 @@ class _TiledRowMean(torch.autograd.Function):
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         anchors, candidates, positive, mean, counts, lse_beta_saved = ctx.saved_tensors
         beta, ramp, rule, tile = ctx.beta, ctx.ramp, ctx.rule, ctx.tile
-        lse_beta = lse_beta_saved if beta > 0 else None
+        lse_beta = lse_beta_saved if beta != 0 else None
         ga = torch.zeros_like(anchors) if ctx.needs_input_grad[0] else None
         gc = torch.zeros_like(candidates) if ctx.needs_input_grad[1] else None
         gp = torch.zeros_like(positive)
@@ -119,7 +122,7 @@ class _TiledRowMean(torch.autograd.Function):
                 )
                 pdh = p * dh
                 gp[r0:r1] -= pdh.sum(dim=1) * grad[r0:r1]
-                g = pdh.add_(p * (h - mean[r0:r1, None]), alpha=beta) if beta > 0 else pdh
+                g = pdh.add_(p * (h - mean[r0:r1, None]), alpha=beta) if beta != 0 else pdh
                 g.mul_(grad[r0:r1, None])
                 if ga is not None:
                     ga[r0:r1].addmm_(g, c_blk)
@@ -138,7 +141,8 @@ def tiled_row_mean(
     rule: TileMask,
     tile: int,
 ) -> Tensor:
-    """``M_i = Σ_j p_ij h(s_ij − s⁺_i)`` (A,), ``p`` the β-tilted distribution over valid candidates.
+    """``M_i = Σ_j p_ij h(s_ij − s⁺_i)`` (A,), ``p`` the β-tilted distribution over valid candidates
+    (any real β: β < 0 up-weights the farthest candidates).
 
     Shapes: ``anchors`` (A, d) (divided by the temperature), ``candidates`` (N, d), ``positive``
     (A,) the positive logits ``s⁺_i``. Differentiable in all three.

@@ -1,0 +1,351 @@
+"""The engines behind :class:`~hardneg.ContrastiveLoss`: its settings prepared once, one entry per layout.
+
+:class:`PreparedLoss` is a loss's settings (temperature, negatives, objective, engine choice,
+gathering), validated by :class:`~hardneg.ContrastiveLoss` and passed whole to the engines. Each
+layout has one function that gathers candidates across processes when asked, asks
+:meth:`PreparedLoss.engine_for` which engine computes the batch
+(:func:`hardneg.tiled.choice.choose_engine`) and runs it:
+
+- the **materialised** engine: :class:`~hardneg.scores.Scores` with the (A, N) logits, then
+  :func:`~hardneg.functional.loss_from_scores` (every distribution and objective);
+- the **tiled** engine (:func:`hardneg.tiled.engine.tiled_loss`): the same values and gradients
+  without the (A, N) matrix, for the distributions that state their weights per tile
+  (:mod:`hardneg.negatives.tiling`) and the row-reducible objectives;
+- the **gathered** engine (:func:`hardneg.tiled.gathered.gathered_loss`): only the A·K logits of
+  K-subsampled negatives.
+
+:func:`two_view_loss` is SimCLR's layout, :func:`pair_loss` given positives and a candidate pool,
+:func:`multi_positive_loss` several positives per anchor (materialised only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from hardneg import distributed
+from hardneg.functional import loss_from_scores
+from hardneg.negatives.base import NegativeDistribution
+from hardneg.objectives.base import Objective
+from hardneg.reduction import LossOutput
+from hardneg.scores import (
+    Scores,
+    check_two_views,
+    compute_dtype,
+    multi_positive_scores,
+    pair_scores,
+    prepare_pair,
+    simclr_scores,
+)
+
+if TYPE_CHECKING:
+    from hardneg.tiled.choice import EngineChoice
+
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET",
+    "PreparedLoss",
+    "full_precision",
+    "multi_positive_loss",
+    "pair_loss",
+    "two_view_loss",
+]
+
+DEFAULT_MEMORY_BUDGET = 4 << 30  # bytes: the (A, N) matrices of the materialised engine at ~B = 8000
+
+
+def full_precision(like: Tensor) -> contextlib.AbstractContextManager[object]:
+    """Mixed precision off inside the loss: under ``torch.autocast`` the similarity matmuls would
+    run in bf16 / fp16 (autocast recasts them whatever their inputs), and every exponent after them
+    would carry a 1e-2 error at t = 0.1. The embeddings are upcast to float32 by
+    :func:`~hardneg.scores.compute_dtype` and every operation of the loss, in every engine, runs in
+    float32; the gradient flows back to the half-precision embeddings as usual.
+    """
+    device = like.device.type if isinstance(like, Tensor) else None  # a bad input: validated later
+    if device is not None and torch.is_autocast_enabled(device):
+        return torch.autocast(device_type=device, enabled=False)
+    return contextlib.nullcontext()
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedLoss:
+    """A loss's settings as the engines read them, validated once by :class:`~hardneg.ContrastiveLoss`.
+
+    Args: as :class:`~hardneg.ContrastiveLoss` — ``temperature`` t, ``normalize``, ``reduction``,
+    ``negatives`` (already wrapped in ``CollisionFree`` / ``Subsample`` as asked), ``objective``
+    (resolved from ``tau_plus``), ``validate``, ``engine``, ``memory_budget``, ``tile_size``,
+    ``compile_tiles``, ``collision_free`` (labels are required), ``gather_distributed`` and
+    ``process_group``.
+    """
+
+    temperature: float
+    normalize: bool
+    reduction: str
+    negatives: NegativeDistribution
+    objective: Objective
+    validate: bool = True
+    engine: str = "auto"
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    tile_size: int | None = None
+    compile_tiles: bool = False
+    collision_free: bool = False
+    gather_distributed: bool = False
+    process_group: object | None = None
+
+    def check_labels_given(self, labels: object, name: str = "labels") -> None:
+        """``ValueError`` when collision-free negatives lack their labels."""
+        if self.collision_free and labels is None:
+            raise ValueError(
+                f"collision_free=True needs {name}: pass integer labels to the call, got {name}=None"
+            )
+
+    def gathers(self) -> bool:
+        """Whether this call gathers candidates across the ranks of ``process_group`` (a call
+        that could but does not warns once per process: :func:`hardneg.distributed.warn_local_negatives`)."""
+        if self.gather_distributed:
+            return distributed.is_distributed(self.process_group)
+        distributed.warn_local_negatives(self.process_group)
+        return False
+
+    def engine_for(
+        self,
+        num_anchors: int,
+        num_candidates: int,
+        dtype: torch.dtype = torch.float32,
+        device: str | torch.device = "cpu",
+        *,
+        num_valid: int | None = None,
+    ) -> EngineChoice:
+        """:func:`hardneg.tiled.choice.choose_engine` with these settings (half precision counts as
+        float32, the dtype it is computed in)."""
+        from hardneg.tiled.choice import choose_engine
+
+        return choose_engine(
+            int(num_anchors),
+            int(num_candidates),
+            compute_dtype(dtype),
+            device,
+            negatives=self.negatives,
+            objective=self.objective,
+            memory_budget=self.memory_budget,
+            tile_size=self.tile_size,
+            engine=self.engine,
+            num_valid=num_valid,
+        )
+
+    def scores(self, z1: Tensor, z2: Tensor, labels: Tensor | None = None) -> Scores:
+        """Step 1 in SimCLR's 2B-view layout (candidates gathered from all ranks when asked)."""
+        self.check_labels_given(labels)
+        with full_precision(z1):
+            if self.gathers():
+                return distributed.gathered_simclr_scores(
+                    z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels,
+                    group=self.process_group,
+                )
+            return simclr_scores(
+                z1, z2, temperature=self.temperature, normalize=self.normalize, labels=labels,
+                validate=self.validate,
+            )
+
+    def compute(
+        self, scores: Scores, *, diagnostics: bool = False, generator: torch.Generator | None = None
+    ) -> LossOutput:
+        """Steps 2–4 on precomputed :class:`~hardneg.scores.Scores` (the materialised engine)."""
+        with full_precision(scores.logits):
+            return loss_from_scores(
+                scores,
+                negatives=self.negatives,
+                objective=self.objective,
+                reduction=self.reduction,
+                diagnostics=diagnostics,
+                generator=generator,
+                validate=self.validate,
+            )
+
+
+def _streamed(
+    p: PreparedLoss,
+    anchors: Tensor,
+    positives: Tensor,
+    candidates: Tensor,
+    *,
+    tile: int | None,
+    excluded: Tensor,
+    mask: Tensor | None = None,
+    anchor_labels: Tensor | None = None,
+    candidate_labels: Tensor | None = None,
+    diagnostics: bool,
+    generator: torch.Generator | None,
+    symmetric: bool = False,
+    positive_roll: int = 0,
+    report: list[tuple[str, Tensor]] | None = None,
+) -> LossOutput:
+    """The tiled engine (``tile`` given) or the gathered one (``tile=None``) on prepared inputs;
+    ``positive_roll`` ≠ 0: the positives are the prepared anchors rolled by that many rows
+    (SimCLR's partner views, prepared once). Shapes: anchors, positives (A, d); candidates (N, d);
+    ``excluded`` (A, E) int64 (−1 = none); ``mask`` (A, N) bool; labels (A,), (N,)."""
+    from hardneg.tiled.engine import tiled_loss
+    from hardneg.tiled.gathered import gathered_loss
+
+    pp = prepare_pair(
+        anchors, positives, candidates, temperature=p.temperature, mask=mask, normalize=p.normalize,
+        anchor_labels=anchor_labels, candidate_labels=candidate_labels, validate=p.validate,
+        report=report,
+    )
+    positives, positive_norms = pp.positives, pp.positive_norms
+    if positive_roll:
+        positives, positive_norms = positives.roll(positive_roll, 0), positive_norms.roll(positive_roll, 0)
+    prepared = (pp.anchors, positives, pp.candidates)
+    common: dict[str, Any] = dict(  # the arguments both engines take
+        temperature=pp.temperature,
+        anchor_norms=pp.anchor_norms,
+        positive_norms=positive_norms,
+        candidate_norms=pp.candidate_norms,
+        excluded=excluded,
+        negatives=p.negatives,
+        objective=p.objective,
+        reduction=p.reduction,
+        mask=pp.mask,
+        anchor_labels=pp.anchor_labels,
+        candidate_labels=pp.candidate_labels,
+        diagnostics=diagnostics,
+        generator=generator,
+    )
+    if tile is None:
+        return gathered_loss(*prepared, **common)
+    return tiled_loss(
+        *prepared, tile=tile, symmetric=symmetric, compiled=p.compile_tiles, validate=p.validate,
+        **common,
+    )
+
+
+def two_view_loss(
+    p: PreparedLoss,
+    z1: Tensor,
+    z2: Tensor,
+    labels: Tensor | None,
+    generator: torch.Generator | None,
+    diagnostics: bool,
+) -> LossOutput:
+    """SimCLR's layout (Chen et al., ICML 2020): 2B views, each view's partner its positive, the
+    other 2B − 2 views (of all ranks when gathering) its candidates; materialised, tiled or
+    gathered as :meth:`PreparedLoss.engine_for` chooses. Shapes: ``z1``, ``z2`` (B, d)."""
+    p.check_labels_given(labels)
+    b = check_two_views(z1, z2, check_finite=False)  # finiteness: in the one host read
+    gathered = p.gathers()
+    world = distributed.world_size(p.process_group) if gathered else 1
+    n = 2 * b * world
+    choice = p.engine_for(2 * b, n, z1.dtype, z1.device, num_valid=n - 2)
+    if choice.engine == "materialised":
+        return p.compute(p.scores(z1, z2, labels), diagnostics=diagnostics, generator=generator)
+    if b < 2 and world == 1:
+        raise ValueError(f"batch size B (z1.shape[0]) must be >= 2 to have negatives, got {b}")
+    v = torch.cat([z1, z2], dim=0)
+    rank = distributed.rank(p.process_group) if gathered else 0
+    idx = torch.arange(2 * b, device=v.device)
+    excluded = torch.stack([rank * 2 * b + idx, rank * 2 * b + (idx + b) % (2 * b)], dim=1)
+    view_labels = None if labels is None else torch.cat([labels, labels]).to(v.device)
+    candidates, cand_labels = v, view_labels
+    if gathered:
+        distributed.check_equal_sizes("the views z1, z2", z1, p.process_group)
+        candidates = distributed.all_gather_with_grad(v, group=p.process_group)
+        cand_labels = (
+            None
+            if view_labels is None
+            else distributed.all_gather_no_grad(view_labels, group=p.process_group)
+        )
+    return _streamed(
+        p,
+        v,
+        v,  # rolled by b once prepared: each view's partner
+        candidates,
+        tile=choice.tile,
+        excluded=excluded,
+        anchor_labels=view_labels,
+        candidate_labels=cand_labels,
+        diagnostics=diagnostics,
+        generator=generator,
+        symmetric=not gathered,
+        positive_roll=b,
+        report=[("z1", z1), ("z2", z2)],
+    )
+
+
+def pair_loss(
+    p: PreparedLoss,
+    anchors: Tensor,
+    positives: Tensor,
+    candidates: Tensor,
+    *,
+    mask: Tensor | None,
+    anchor_labels: Tensor | None,
+    candidate_labels: Tensor | None,
+    generator: torch.Generator | None,
+    diagnostics: bool,
+    gather: bool = True,
+) -> LossOutput:
+    """The pair layout (:func:`~hardneg.scores.pair_scores`), materialised, tiled or gathered as
+    :meth:`PreparedLoss.engine_for` chooses; with ``gather`` (and ``gather_distributed``) the
+    candidates, their labels and the mask are gathered. Shapes: anchors, positives (A, d);
+    candidates (N, d); ``mask`` (A, N) bool; labels (A,), (N,)."""
+    p.check_labels_given(anchor_labels, "anchor_labels")
+    p.check_labels_given(candidate_labels, "candidate_labels")
+    if gather and p.gathers() and isinstance(candidates, Tensor):
+        group = p.process_group
+        distributed.check_equal_sizes("the candidates", candidates, group)
+        if mask is not None and isinstance(mask, Tensor) and mask.dim() == 2:
+            mask = distributed.local_block(mask, fill=True, group=group)
+        if candidate_labels is not None and isinstance(candidate_labels, Tensor):
+            candidate_labels = distributed.all_gather_no_grad(candidate_labels, group=group)
+        candidates = distributed.all_gather_with_grad(candidates, group=group)
+    choice = (
+        p.engine_for(int(anchors.shape[0]), int(candidates.shape[0]), anchors.dtype, anchors.device)
+        if anchors.dim() == 2 and isinstance(candidates, Tensor) and candidates.dim() == 2
+        else None
+    )
+    if choice is not None and choice.engine != "materialised":
+        excluded = torch.full((anchors.shape[0], 1), -1, dtype=torch.int64, device=anchors.device)
+        return _streamed(
+            p, anchors, positives, candidates, tile=choice.tile, excluded=excluded, mask=mask,
+            anchor_labels=anchor_labels, candidate_labels=candidate_labels, diagnostics=diagnostics,
+            generator=generator,
+        )
+    scores = pair_scores(
+        anchors, positives, candidates, temperature=p.temperature, mask=mask, normalize=p.normalize,
+        anchor_labels=anchor_labels, candidate_labels=candidate_labels, validate=p.validate,
+    )
+    return p.compute(scores, diagnostics=diagnostics, generator=generator)
+
+
+def multi_positive_loss(
+    p: PreparedLoss,
+    anchors: Tensor,
+    candidates: Tensor,
+    positive_mask: Tensor,
+    *,
+    exclude: Tensor | None,
+    generator: torch.Generator | None,
+    diagnostics: bool,
+) -> LossOutput:
+    """Several positives per anchor among one candidate pool
+    (:func:`~hardneg.scores.multi_positive_scores`), materialised; with ``gather_distributed`` the
+    candidates of all ranks. Shapes: anchors (A, d), candidates (N, d), masks (A, N) bool."""
+    if p.collision_free:
+        raise ValueError("collision_free needs labels; multi_positive takes none")
+    if p.gathers() and isinstance(candidates, Tensor):
+        group = p.process_group
+        distributed.check_equal_sizes("the candidates", candidates, group)
+        if isinstance(positive_mask, Tensor) and positive_mask.dim() == 2:
+            positive_mask = distributed.local_block(positive_mask, fill=False, group=group)
+        if isinstance(exclude, Tensor) and exclude.dim() == 2:
+            exclude = distributed.local_block(exclude, fill=False, group=group)
+        candidates = distributed.all_gather_with_grad(candidates, group=group)
+    with full_precision(anchors):
+        scores = multi_positive_scores(
+            anchors, candidates, positive_mask, temperature=p.temperature, exclude=exclude,
+            normalize=p.normalize,
+        )
+        return p.compute(scores, diagnostics=diagnostics, generator=generator)
