@@ -141,6 +141,9 @@ class ContrastiveModule(L.LightningModule):
         self._epoch_count = 0
         # wall time per phase, seconds (not saved: it describes this process)
         self.timings: dict[str, float] = defaultdict(float)
+        # the last step's metrics and batch size, until the batch-end hook logs them
+        self._step_metrics: tuple[dict[str, float], int] | None = None
+        self._logged_step = -1  # the optimiser step whose metrics were written last
 
     # -- optimisation -------------------------------------------------------------------------
     def configure_optimizers(self) -> Any:
@@ -257,6 +260,7 @@ class ContrastiveModule(L.LightningModule):
         if self.key_encoder is not None:
             # θ_k ← m θ_k + (1 − m) θ_q; the key encoder's BatchNorm keeps its own statistics (MoCo)
             momentum_update(self.encoder, self.key_encoder, self.moco_momentum)
+        self._log_step()
 
     # -- metrics ----------------------------------------------------------------------------
     def _record(self, out: LossOutput, *, batch_size: int) -> None:
@@ -267,13 +271,35 @@ class ContrastiveModule(L.LightningModule):
         for key, value in metrics.items():
             self._epoch_sums[key] += value
         self._epoch_count += 1
-        self.log_dict(
-            {f"train/{k}": v for k, v in metrics.items()},
-            on_step=True,
-            on_epoch=False,
-            batch_size=batch_size,
-            sync_dist=False,
-        )
+        self._step_metrics = ({f"train/{k}": v for k, v in metrics.items()}, batch_size)
+        if self._trainer is None:  # outside a Trainer (e.g. under Fabric): no batch-end hook follows
+            self._log_step()
+
+    def _log_step(self) -> None:
+        """Write the step's metrics to the loggers every ``log_every_n_steps`` optimiser steps (and
+        on the step where training is stopped), through the public ``Logger.log_metrics``.
+
+        ``self.log`` costs about a millisecond per metric on every step, also on the steps whose
+        values never reach a logger; here only the written steps cost anything. The steps and values
+        are those Lightning's own step logging writes (step numbers from 0, an ``epoch`` key).
+        Called from the batch-end hook, after the callbacks' (which may stop training).
+        """
+        pending, self._step_metrics = self._step_metrics, None
+        if pending is None:
+            return
+        metrics, batch_size = pending
+        if self._trainer is None:  # outside a Trainer (e.g. under Fabric): no log_every_n_steps
+            self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=batch_size, sync_dist=False)
+            return
+        trainer = self.trainer
+        step = trainer.global_step  # optimiser steps so far, this batch's included
+        every = max(1, int(getattr(trainer, "log_every_n_steps", 50)))  # the Trainer argument
+        if not trainer.loggers or step == self._logged_step or (step % every and not trainer.should_stop):
+            return
+        self._logged_step = step
+        row = {**metrics, "epoch": self.current_epoch}
+        for logger in trainer.loggers:
+            logger.log_metrics(row, step=step - 1)
 
     def on_train_epoch_start(self) -> None:
         self._epoch_sums = defaultdict(float)
@@ -298,10 +324,8 @@ class ContrastiveModule(L.LightningModule):
             for k, v in zip([k for k in sorted(row) if k != "epoch"], vec.tolist()):
                 row[k] = float(v)
         self.history.append(row)
-        # Written to the loggers and flushed here, before the epoch's checkpoint is saved (module
-        # hooks run before ModelCheckpoint's): a run killed right after a checkpoint still has that
-        # epoch's row on disk, so the CSV log is complete after ``--resume``. ``self.log`` would
-        # reach the loggers only after the checkpoint, and CSVLogger buffers rows until its flush.
+        # The row reaches metrics.csv through HistoryWriter, before the epoch's checkpoint is
+        # written; the loggers (TensorBoard) get it here, flushed at once.
         metrics = {f"epoch/{k}": v for k, v in row.items() if k != "epoch"}
         metrics["epoch"] = float(self.current_epoch)
         for logger in self.loggers:
