@@ -10,21 +10,22 @@ Agg canvas, imported only when plotting; PNG written atomically).
 - :mod:`~hardneg.figures.claims`: the reproduction report's claims.
 """
 
-from hardneg.figures._figure import new_figure, save_figure
-from hardneg.figures.curves import plot_accuracy_curves, summarize_over_seeds
-from hardneg.figures.hardest import hardest_negatives, plot_hardest_negatives
-from hardneg.figures.similarity import (
-    plot_similarity_histograms,
-    same_and_different_label_similarities,
-)
+from __future__ import annotations
 
-__all__ = [
-    "hardest_negatives",
-    "new_figure",
-    "plot_accuracy_curves",
-    "plot_hardest_negatives",
-    "plot_similarity_histograms",
-    "same_and_different_label_similarities",
-    "save_figure",
-    "summarize_over_seeds",
-]
+from hardneg._lazy import lazy_names
+
+# imported on first use: a run that draws no figure never loads matplotlib, scikit-learn or pandas
+_WHERE = {
+    "hardest_negatives": "hardneg.figures.hardest",
+    "new_figure": "hardneg.figures._figure",
+    "plot_accuracy_curves": "hardneg.figures.curves",
+    "plot_hardest_negatives": "hardneg.figures.hardest",
+    "plot_similarity_histograms": "hardneg.figures.similarity",
+    "same_and_different_label_similarities": "hardneg.figures.similarity",
+    "save_figure": "hardneg.figures._figure",
+    "summarize_over_seeds": "hardneg.figures.curves",
+}
+
+__all__ = sorted(_WHERE)
+
+__getattr__, __dir__ = lazy_names(globals(), _WHERE)
