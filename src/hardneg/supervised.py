@@ -57,6 +57,26 @@ def multi_view_masks(num_items: int, num_views: int, labels: Tensor | None = Non
 
     Row ``i·V + v`` is view v of item i. ``positive_mask[a, b]``: b ≠ a and b is a view of the same
     item (``labels=None``) or of an item with the same label; ``exclude``: the diagonal.
+
+    Args:
+        num_items: n, the items.
+        num_views: V, the views of each item.
+        labels: optional integer label of each item (supervised positives).
+
+    Shapes:
+        ``labels`` (n,) → ``positive_mask`` (n·V, n·V) bool, ``exclude`` (n·V, n·V) bool.
+
+    References:
+        Khosla, Teterwak, Wang, Sarna, Tian, Isola, Maschinot, Liu, Krishnan, *Supervised
+        Contrastive Learning*, NeurIPS 2020, §3.2 (the positives ``P(i)``).
+
+    Example:
+        >>> positive, exclude = multi_view_masks(2, 2)
+        >>> positive.int()
+        tensor([[0, 1, 0, 0],
+                [1, 0, 0, 0],
+                [0, 0, 0, 1],
+                [0, 0, 1, 0]], dtype=torch.int32)
     """
     items = torch.arange(num_items).repeat_interleave(num_views)
     key = items if labels is None else labels.reshape(-1).to("cpu").repeat_interleave(num_views)
@@ -78,6 +98,34 @@ def multi_view_loss(
     ``labels`` optional (n,) integers → scalar, or (A,) per anchor with positives when
     ``loss_fn.reduction == "none"``. Temperature, normalisation, negative distribution and
     objective are ``loss_fn``'s.
+
+    Args:
+        loss_fn: the loss whose temperature, normalisation, negatives, objective and reduction
+            apply (``collision_free`` must be False).
+        views: V views of n items (or one view per item with ``labels``).
+        labels: optional integer label per item: positives are the same-label views
+            (supervised contrastive); ``None``: the other views of the item (multi-view).
+        variant: ``"out"`` (default, Khosla et al.'s ``L^sup_out``) or ``"in"``.
+        generator: randomness of K-subsampled negatives.
+
+    Shapes:
+        ``views`` (n, V, d) or (n, d), ``labels`` (n,) → scalar, or (A,) with
+        ``loss_fn.reduction == "none"`` (A: the anchors with a positive).
+
+    References:
+        Khosla et al., *Supervised Contrastive Learning*, NeurIPS 2020, eq. (2) and (3);
+        Caron et al., *Unsupervised Learning of Visual Features by Contrasting Cluster
+        Assignments*, NeurIPS 2020 (multi-crop); Robinson, Chuang, Sra, Jegelka, ICLR 2021, §3.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import Hard
+        >>> labels = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+        >>> loss = multi_view_loss(ContrastiveLoss(temperature=0.1, negatives=Hard(beta=1.0)),
+        ...                        torch.randn(8, 2, 16), labels=labels, variant="in")
+        >>> loss.shape, bool(torch.isfinite(loss))
+        (torch.Size([]), True)
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -129,6 +177,29 @@ def supervised_per_anchor(
 
     ``scores`` from :func:`~hardneg.scores.multi_positive_scores`: ``L_in`` is the engine's
     multi-positive loss, ``L_out = L_in + log Σ_P e^{s_ip} − mean_P s_ip``.
+
+    Args:
+        loss_fn: the loss whose negatives and objective apply.
+        scores: multi-positive scores (with ``positive_mask``).
+        variant: ``"out"`` (default) or ``"in"``.
+        generator: randomness of K-subsampled negatives.
+
+    Shapes:
+        ``scores`` (A, N) with ``positive_mask`` (A, N) → (A,).
+
+    References:
+        Khosla et al., *Supervised Contrastive Learning*, NeurIPS 2020, eq. (2) (``L^sup_out``)
+        and (3) (``L^sup_in``).
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.scores import multi_positive_scores
+        >>> z = torch.randn(4, 8)
+        >>> positive, exclude = multi_view_masks(2, 2)
+        >>> scores = multi_positive_scores(z, z, positive, temperature=0.5, exclude=exclude)
+        >>> supervised_per_anchor(ContrastiveLoss(temperature=0.5), scores).shape
+        torch.Size([4])
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")

@@ -71,7 +71,26 @@ def check_local_global(local: Tensor, global_: Tensor, batch: Tensor) -> int:
 
 
 def local_global_mask(batch: Tensor, num_graphs: int) -> Tensor:
-    """``valid[u, j] = (j ≠ G(u))``: every graph but the node's own is a negative. (A,) → (A, B) bool."""
+    """``valid[u, j] = (j ≠ G(u))``: every graph but the node's own is a negative.
+
+    Args:
+        batch: the graph index ``G(u)`` of each node, in ``[0, num_graphs)``.
+        num_graphs: B, the graphs of the batch.
+
+    Shapes:
+        ``batch`` (A,) → (A, B) bool.
+
+    References:
+        Sun, Hoffmann, Verma, Tang, *InfoGraph*, ICLR 2020 (the other graphs of the batch
+        as negatives); Robinson, Chuang, Sra, Jegelka, ICLR 2021, App. B.2.
+
+    Example:
+        >>> import torch
+        >>> local_global_mask(torch.tensor([0, 0, 1]), 2)
+        tensor([[False,  True],
+                [False,  True],
+                [ True, False]])
+    """
     return batch[:, None] != torch.arange(num_graphs, device=batch.device)[None, :]
 
 
@@ -85,6 +104,27 @@ def local_global_pairs(
     node's own graph; ``labels`` (B,) graph labels become anchor and candidate labels
     (collision-free negatives, collision diagnostics). Returns
     ``(anchors, positives, candidates, keyword arguments)``.
+
+    Args:
+        local: node (patch) embeddings ``l_u``.
+        global_: graph embeddings ``g_j``.
+        batch: the graph index of each node (PyG's ``Batch.batch``).
+        labels: optional integer graph labels.
+
+    Shapes:
+        ``local`` (A, d), ``global_`` (B, d), ``batch`` (A,), ``labels`` (B,) → anchors (A, d),
+        positives (A, d), candidates (B, d), ``mask`` (A, B) bool, labels (A,) and (B,).
+
+    References:
+        Sun, Hoffmann, Verma, Tang, *InfoGraph*, ICLR 2020; Robinson, Chuang, Sra, Jegelka,
+        ICLR 2021, App. B.2.
+
+    Example:
+        >>> import torch
+        >>> anchors, positives, candidates, kw = local_global_pairs(
+        ...     torch.randn(5, 4), torch.randn(2, 4), torch.tensor([0, 0, 1, 1, 1]))
+        >>> positives.shape, candidates.shape, kw["mask"].shape
+        (torch.Size([5, 4]), torch.Size([2, 4]), torch.Size([5, 2]))
     """
     b = check_local_global(local, global_, batch)
     batch = batch.to(device=local.device, dtype=torch.long)
@@ -110,7 +150,33 @@ def local_global_detailed(
     """Any :class:`~hardneg.ContrastiveLoss` on a local–global batch: loss (mean over nodes), diagnostics.
 
     The step of the training pipeline for graphs (``data.dataset: graphs | tu | molecules``) and
-    of :class:`InfoGraphLoss`. Shapes: (A, d), (B, d), (A,) and optional (B,) labels.
+    of :class:`InfoGraphLoss`.
+
+    Args:
+        loss: the loss to apply (its negatives, objective, temperature, normalisation).
+        local: node embeddings.
+        global_: graph embeddings.
+        batch: the graph index of each node.
+        labels: optional integer graph labels (collision-free negatives, diagnostics).
+        generator: randomness of K-subsampled negatives.
+
+    Shapes:
+        ``local`` (A, d), ``global_`` (B, d), ``batch`` (A,), ``labels`` (B,) →
+        :class:`~hardneg.reduction.LossOutput` (scalar loss, diagnostics).
+
+    References:
+        Sun, Hoffmann, Verma, Tang, *InfoGraph*, ICLR 2020; Robinson, Chuang, Sra, Jegelka,
+        ICLR 2021, §5.2 and App. B.2.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import Hard
+        >>> loss = ContrastiveLoss(temperature=1.0, normalize=False, negatives=Hard(beta=1.0, rescale=True))
+        >>> local, global_, batch = torch.randn(5, 4), torch.randn(3, 4), torch.tensor([0, 0, 1, 2, 2])
+        >>> out = local_global_detailed(loss, local, global_, batch)
+        >>> out.loss.shape, bool(torch.isfinite(out.loss))
+        (torch.Size([]), True)
     """
     anchors, positives, candidates, kw = local_global_pairs(local, global_, batch, labels)
     return loss.pair(
@@ -151,6 +217,16 @@ class InfoGraphLoss(nn.Module):
         collision_free: drop negative graphs of the node's graph's class (needs ``labels``).
         subtract_log4: include InfoGraph's constant ``2 log 2`` so that the value equals
             InfoGraph's (default objective only; the gradient does not change).
+
+    Shapes:
+        ``local`` (A, d) node embeddings, ``global_`` (B, d) graph embeddings, ``batch`` (A,)
+        graph index per node, optional ``labels`` (B,) → scalar (the mean over nodes).
+
+    References:
+        Sun, Hoffmann, Verma, Tang, *InfoGraph: Unsupervised and Semi-supervised Graph-Level
+        Representation Learning via Mutual Information Maximization*, ICLR 2020; Robinson,
+        Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*, ICLR 2021, §5.2,
+        App. B.2 and Fig. 14; Ash et al., AISTATS 2022, §4 (``num_negatives``).
 
     Example:
         >>> import torch

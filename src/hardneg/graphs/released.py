@@ -67,11 +67,34 @@ def released_local_global_loss(
     :func:`hardneg.objectives.debiased_softplus_negative`. The switches are described in the
     module docstring; all on (the default) is the released code's value and gradient.
 
-    Shapes: ``local`` (A, d), ``global_`` (B, d), ``batch`` (A,) → scalar.
-
     Args:
+        local: node embeddings ``l``.
+        global_: graph embeddings ``g``.
+        batch: the graph index of each node, in ``[0, B)``.
         beta: concentration β ≥ 0 (β = 0: the code's uniform branch).
         tau_plus: τ⁺ ∈ [0, 1), used only when ``fixed_tau_plus`` is off.
+        fixed_tau_plus: τ⁺ = 0.5 whatever ``tau_plus`` (default on, the released code).
+        positive_sign: add the positive correction instead of subtracting it (default on).
+        farthest_tilt: tilt by ``−2β S / max|S|`` (default on).
+        masked_entries: multiply by 0/1 masks instead of masking (default on).
+
+    Shapes:
+        ``local`` (A, d), ``global_`` (B, d), ``batch`` (A,) → scalar.
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
+        ICLR 2021, §5.2 and App. B.2; Sun, Hoffmann, Verma, Tang, *InfoGraph*, ICLR 2020;
+        Chuang et al., *Debiased Contrastive Learning*, NeurIPS 2020, §3.
+
+    Example:
+        >>> import torch
+        >>> local, global_, batch = torch.randn(5, 4), torch.randn(3, 4), torch.tensor([0, 0, 1, 2, 2])
+        >>> released = released_local_global_loss(local, global_, batch, beta=1.0)
+        >>> paper = released_local_global_loss(local, global_, batch, beta=1.0, tau_plus=0.1,
+        ...                                    fixed_tau_plus=False, positive_sign=False,
+        ...                                    farthest_tilt=False, masked_entries=False)
+        >>> released.shape, bool(torch.isfinite(paper))
+        (torch.Size([]), True)
     """
     b = check_local_global(local, global_, batch)
     beta = check_beta(beta)

@@ -40,9 +40,25 @@ __all__ = ["NegativeDistribution", "normalize_log_weights"]
 def normalize_log_weights(raw: Tensor, mask: Tensor) -> Tensor:
     """Normalise unnormalised log weights to mean one over the valid entries of each row.
 
-    ``ℓ_ij = raw_ij − log Σ_{k valid} e^{raw_ik} + log N_i`` on valid entries, ``−inf`` elsewhere.
+    ``ℓ_ij = raw_ij − log Σ_{k valid} e^{raw_ik} + log N_i`` on valid entries, ``−inf`` elsewhere,
+    so that ``Σ_{j valid} e^{ℓ_ij} = N_i``.
 
-    Shapes: ``raw`` (A, N) float, ``mask`` (A, N) bool → (A, N).
+    Args:
+        raw: unnormalised log weights (any finite values on the valid entries).
+        mask: which candidates are valid negatives of each anchor (at least one per row).
+
+    Shapes:
+        ``raw`` (A, N) float, ``mask`` (A, N) bool → (A, N).
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
+        ICLR 2021, §3, eq. (4): the importance weights ``q_β / p`` of the N in-batch negatives.
+
+    Example:
+        >>> import torch
+        >>> ell = normalize_log_weights(torch.tensor([[0.0, 1.0, 5.0]]), torch.tensor([[True, True, False]]))
+        >>> round(float(ell[0, :2].exp().sum()), 4), bool(ell[0, 2] == float("-inf"))
+        (2.0, True)
     """
     raw = raw.masked_fill(~mask, float("-inf"))
     n_valid = count_valid(mask).to(raw.dtype)[:, None]
@@ -62,6 +78,30 @@ class NegativeDistribution(nn.Module):
             scores, so the gathered engine may weigh each anchor's K drawn negatives alone
             (:mod:`hardneg.tiled.gathered`). ``False`` by default (e.g. optimal transport, whose
             column marginals need every row).
+
+    Shapes:
+        ``scores`` (A, N) :class:`~hardneg.scores.Scores` → :class:`WeightedScores` (A, N): log
+        weights ℓ (A, N), the weighted negative sum ``log Σ_j w_ij e^{s_ij}`` (A,).
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
+        ICLR 2021, §3: negatives drawn from ``q(x⁻ | x)`` estimated by importance weights over
+        the batch's samples from ``p``.
+
+    Example:
+        >>> import torch
+        >>> from hardneg.objectives import InfoNCE
+        >>> from hardneg.scores import simclr_scores
+        >>> class Closest(NegativeDistribution):  # all weight on each anchor's two closest negatives
+        ...     def log_weights(self, scores):
+        ...         top = scores.logits.masked_fill(~scores.mask, float("-inf")).topk(2, dim=1).indices
+        ...         keep = torch.zeros_like(scores.mask).scatter(1, top, True) & scores.mask
+        ...         return normalize_log_weights(torch.zeros_like(scores.logits), keep)
+        >>> scores = simclr_scores(torch.randn(8, 16), torch.randn(8, 16), temperature=0.5)
+        >>> weighted = Closest()(scores)  # step 2: WeightedScores
+        >>> loss = InfoNCE()(weighted)  # step 3: one loss per anchor
+        >>> loss.shape, bool(torch.isfinite(loss).all())
+        (torch.Size([16]), True)
     """
 
     per_anchor_weights: bool = False

@@ -15,10 +15,29 @@ __all__ = ["CollisionFree", "collision_free_mask"]
 def collision_free_mask(mask: Tensor, anchor_labels: Tensor, candidate_labels: Tensor) -> Tensor:
     """``mask_ij ∧ ¬(y_i = y_j)``, unknown labels (``< 0``) never equal (:func:`~hardneg.scores.same_label`).
 
-    Shapes: ``mask`` (A, N) bool, ``anchor_labels`` (A,), ``candidate_labels`` (N,) → (A, N) bool.
-
     Raises ``ValueError`` if some anchor is left without a valid candidate (Ash et al. skip such
     a batch; we refuse it loudly).
+
+    Args:
+        mask: each anchor's valid candidates before the restriction.
+        anchor_labels: integer class of each anchor (``< 0``: unknown).
+        candidate_labels: integer class of each candidate (``< 0``: unknown).
+
+    Shapes:
+        ``mask`` (A, N) bool, ``anchor_labels`` (A,), ``candidate_labels`` (N,) → (A, N) bool.
+
+    References:
+        Ash, Goel, Krishnamurthy, Misra, *Investigating the Role of Negatives in Contrastive
+        Representation Learning*, AISTATS 2022, §4; Arora, Khandeparkar, Khodak, Plevrakis,
+        Saunshi, *A Theoretical Analysis of Contrastive Unsupervised Representation Learning*,
+        ICML 2019, §2 (class collision).
+
+    Example:
+        >>> import torch
+        >>> mask = torch.ones(2, 3, dtype=torch.bool)
+        >>> collision_free_mask(mask, torch.tensor([0, 1]), torch.tensor([0, 1, -1]))
+        tensor([[False,  True,  True],
+                [ True, False,  True]])
     """
     out = mask & ~same_label(anchor_labels.to(mask.device), candidate_labels.to(mask.device))
     empty = ~out.any(dim=1)
@@ -48,6 +67,30 @@ class CollisionFree(MaskWrapper):
 
     When to choose it: controlled experiments with known labels (an upper reference for what
     debiasing with τ⁺ tries to approximate without labels); never with real unlabeled data.
+
+    Args:
+        base: the distribution over the remaining candidates (default
+            :class:`~hardneg.negatives.Uniform`).
+
+    Shapes:
+        ``scores`` (A, N) with ``anchor_labels`` (A,) and ``candidate_labels`` (N,) →
+        :class:`~hardneg.negatives.WeightedScores` (A, N) on the restricted mask
+        (:func:`collision_free_mask`).
+
+    References:
+        Ash, Goel, Krishnamurthy, Misra, *Investigating the Role of Negatives in Contrastive
+        Representation Learning*, AISTATS 2022, §4 and Fig. 3; Arora, Khandeparkar, Khodak,
+        Plevrakis, Saunshi, ICML 2019, §2.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import CollisionFree, Hard
+        >>> oracle = ContrastiveLoss(temperature=0.5, negatives=CollisionFree(base=Hard(beta=1.0)))
+        >>> labels = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3])
+        >>> loss = oracle(torch.randn(8, 16), torch.randn(8, 16), labels=labels)
+        >>> loss.shape, bool(torch.isfinite(loss))
+        (torch.Size([]), True)
     """
 
     def __init__(self, *, base: NegativeDistribution | None = None):

@@ -36,6 +36,27 @@ def ground_cost(scores: Scores, cost: str = "sqeuclidean", *, kappa: float = 1.0
     - ``"exp"``: ``C_ij = exp(‖â_i − ĉ_j‖² − κ)`` (Jiang et al., §VII, the authors' ``new_cost``).
 
     Masked entries are not special here (the solver forbids them).
+
+    Args:
+        scores: the scores (logits, temperature and the embeddings' norms).
+        cost: ``"sqeuclidean"`` (default) or ``"exp"``.
+        kappa: κ of the ``"exp"`` cost (default 1).
+
+    Shapes:
+        ``scores`` (A, N) → (A, N), values in [0, 4] for ``"sqeuclidean"``.
+
+    References:
+        Jiang, Ishwar, Aeron, *Hard Negative Sampling via Regularized Optimal Transport for
+        Contrastive Representation Learning*, arXiv:2111.03169, §VI (squared Euclidean cost)
+        and §VII (exponential cost).
+
+    Example:
+        >>> import torch
+        >>> from hardneg.scores import simclr_scores
+        >>> scores = simclr_scores(torch.randn(4, 8), torch.randn(4, 8), temperature=0.5)
+        >>> c = ground_cost(scores)
+        >>> c.shape, bool(((c >= 0) & (c <= 4)).all())
+        (torch.Size([8, 8]), True)
     """
     denom = (scores.anchor_norms[:, None] * scores.candidate_norms[None, :]).clamp_min(1e-12)
     cos = (scores.logits * scores.temperature / denom).clamp(-1.0, 1.0)
@@ -55,6 +76,27 @@ def ot_log_kernel(
     For the default cost ``C = 2 − 2cos`` the constant ``−2/ε`` is dropped (it changes neither
     the coupling nor the weights): ``K_ij = 2 s_ij t / (ε ‖a_i‖ ‖c_j‖)``, one pass over the
     logits when the embeddings are normalised. A callable cost must return an (A, N) tensor.
+
+    Args:
+        scores: the scores (logits, mask, temperature, norms).
+        epsilon: entropic regularisation ε > 0.
+        cost: ``"sqeuclidean"`` (default), ``"exp"`` or a callable ``Scores -> (A, N)`` cost.
+        kappa: κ of the ``"exp"`` cost (default 1).
+
+    Shapes:
+        ``scores`` (A, N) → (A, N), ``−inf`` off ``scores.mask``.
+
+    References:
+        Jiang, Ishwar, Aeron, arXiv:2111.03169, eq. (5)–(7) (the Gibbs kernel ``e^{−C/ε}`` of the
+        entropic coupling); Cuturi, *Sinkhorn Distances*, NeurIPS 2013.
+
+    Example:
+        >>> import torch
+        >>> from hardneg.scores import simclr_scores
+        >>> scores = simclr_scores(torch.randn(4, 8), torch.randn(4, 8), temperature=0.5)
+        >>> k = ot_log_kernel(scores, epsilon=0.5)
+        >>> k.shape, bool(torch.isinf(k[~scores.mask]).all())
+        (torch.Size([8, 8]), True)
     """
     if isinstance(cost, str) and cost == "sqeuclidean":
         scale = 2.0 * scores.temperature / epsilon
@@ -103,8 +145,31 @@ def ot_log_weights(
     The Sinkhorn iterations run on the active rows/columns only; with ``differentiable=False``
     the coupling is a constant (no graph), as in the authors' code (which solves it in numpy).
 
-    Shapes: ``log_kernel`` (A, N) with −inf off ``mask`` (A, N) bool; ``num_valid`` (A,) →
-    ``(ℓ (A, N), SinkhornResult)``.
+    Args:
+        log_kernel: ``K = −C/ε`` with ``−inf`` off the mask (:func:`ot_log_kernel`).
+        mask: each anchor's valid candidates.
+        num_valid: ``N_i``, valid candidates per anchor.
+        tol: stop when the row marginals' L1 error is ≤ tol (default 1e-6).
+        max_iter: iteration cap (default 1000).
+        method: ``"stabilized"`` (default) or ``"log"`` (:func:`sinkhorn_log`).
+        differentiable: back-propagate through the iterations (default False: a constant).
+
+    Shapes:
+        ``log_kernel`` (A, N), ``mask`` (A, N) bool, ``num_valid`` (A,) →
+        ``(ℓ (A, N), SinkhornResult)``.
+
+    References:
+        Jiang, Ishwar, Aeron, *Hard Negative Sampling via Regularized Optimal Transport for
+        Contrastive Representation Learning*, arXiv:2111.03169, eq. (5)–(7) and Lemma 3.
+
+    Example:
+        >>> import torch
+        >>> from hardneg.scores import simclr_scores
+        >>> scores = simclr_scores(torch.randn(4, 8), torch.randn(4, 8), temperature=0.5)
+        >>> k = ot_log_kernel(scores, epsilon=0.5)
+        >>> ell, result = ot_log_weights(k, scores.mask, scores.num_valid())
+        >>> result.converged, bool(torch.allclose(ell.exp().sum(1), scores.num_valid().to(ell.dtype)))
+        (True, True)
     """
     with torch.set_grad_enabled(differentiable and torch.is_grad_enabled()):
         k = log_kernel
@@ -180,6 +245,24 @@ class OptimalTransport(NegativeDistribution):
         differentiable: back-propagate through the unrolled Sinkhorn iterations (default False).
         method: ``"stabilized"`` (fast) or ``"log"`` (plain log-domain); see
             :func:`~hardneg.negatives.sinkhorn_log`.
+
+    Shapes:
+        ``scores`` (A, N) → :class:`~hardneg.negatives.WeightedScores`: log weights ℓ (A, N)
+        (:func:`ot_log_weights`), ``info`` with the solve's iterations and marginal error.
+
+    References:
+        Jiang, Ishwar, Aeron, *Hard Negative Sampling via Regularized Optimal Transport for
+        Contrastive Representation Learning*, arXiv:2111.03169, eq. (5)–(7), Lemma 3, §VI;
+        Cuturi, *Sinkhorn Distances*, NeurIPS 2013.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import OptimalTransport
+        >>> ot = ContrastiveLoss(temperature=0.5, negatives=OptimalTransport(epsilon=0.5))
+        >>> loss = ot(torch.randn(8, 16), torch.randn(8, 16))
+        >>> loss.shape, bool(torch.isfinite(loss))
+        (torch.Size([]), True)
     """
 
     def __init__(

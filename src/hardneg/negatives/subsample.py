@@ -42,9 +42,26 @@ def subsample_mask(
     ``K = M_i`` for every row the draw is the identity and ``mask`` itself is returned. ``seed`` is
     drawn from ``generator`` when not given (one draw per call, identity or not).
 
-    Shapes: ``mask`` (A, N) bool → (A, N) bool with exactly K True entries per row.
-
     Raises ``ValueError`` if some row has fewer than K valid entries.
+
+    Args:
+        mask: each anchor's valid candidates.
+        num_negatives: K ≥ 1, at most every row's number of valid entries.
+        generator: draws ``seed`` when it is not given (default: torch's global generator).
+        seed: the seed of the counter-based draw (overrides ``generator``).
+
+    Shapes:
+        ``mask`` (A, N) bool → (A, N) bool with exactly K True entries per row.
+
+    References:
+        Ash, Goel, Krishnamurthy, Misra, AISTATS 2022, §4 (K negatives per anchor); Bentley,
+        Floyd, "Programming pearls: a sample of brilliance", CACM 30(9), 1987 (the draw).
+
+    Example:
+        >>> import torch
+        >>> kept = subsample_mask(torch.ones(3, 6, dtype=torch.bool), 2, seed=0)
+        >>> kept.sum(dim=1)
+        tensor([2, 2, 2])
     """
     _check_num_negatives(num_negatives)
     counts = count_valid(mask)
@@ -142,6 +159,25 @@ class Subsample(MaskWrapper):
             (2B − 2 in SimCLR's layout).
         base: the distribution over the K survivors (default :class:`~hardneg.negatives.Uniform`).
         generator: default ``torch.Generator`` (on the logits' device) when a call passes none.
+
+    Shapes:
+        ``scores`` (A, N) → :class:`~hardneg.negatives.WeightedScores` (A, N) whose mask keeps K
+        valid candidates per anchor (:func:`subsample_mask`).
+
+    References:
+        Ash, Goel, Krishnamurthy, Misra, *Investigating the Role of Negatives in Contrastive
+        Representation Learning*, AISTATS 2022, §4; Bentley, Floyd, "Programming pearls: a sample
+        of brilliance", CACM 30(9), 1987.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import Hard, Subsample
+        >>> k4 = ContrastiveLoss(temperature=0.5, negatives=Subsample(num_negatives=4, base=Hard(beta=1.0)))
+        >>> g = torch.Generator().manual_seed(0)
+        >>> loss = k4(torch.randn(8, 16), torch.randn(8, 16), generator=g)
+        >>> loss.shape, bool(torch.isfinite(loss))
+        (torch.Size([]), True)
     """
 
     def __init__(

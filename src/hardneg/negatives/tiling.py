@@ -48,6 +48,16 @@ class SinkhornTiles:
         max_iter: iteration cap.
         method: ``"stabilized"`` or ``"log"``.
         warn_not_converged: called (with ``stacklevel=``) when the solve stops at ``max_iter``.
+
+    References:
+        Jiang, Ishwar, Aeron, arXiv:2111.03169, §VI, eq. (5)–(7) (the coupling); Cuturi,
+        *Sinkhorn Distances*, NeurIPS 2013 (the iterations).
+
+    Example:
+        >>> from hardneg.negatives import OptimalTransport
+        >>> spec = OptimalTransport(epsilon=0.5).tile_weights().sinkhorn
+        >>> spec.epsilon, spec.cost, spec.method
+        (0.5, 'sqeuclidean', 'stabilized')
     """
 
     epsilon: float
@@ -67,6 +77,10 @@ class TileWeights:
         tilt: β of ``w_ij ∝ e^{β s_ij}`` on the valid mask (any real; 0: uniform). Ignored
             when ``sinkhorn`` is given.
         sinkhorn: the settings of a streamed entropic-OT coupling instead of a tilt.
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, §3, eq. (4) (the tilt ``e^{β s}``); Jiang,
+        Ishwar, Aeron, arXiv:2111.03169, §VI (the coupling).
 
     Example:
         >>> from hardneg.negatives import TileWeights

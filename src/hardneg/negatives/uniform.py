@@ -19,6 +19,26 @@ class Uniform(NegativeDistribution):
     with :class:`~hardneg.objectives.Debiased` it is the debiased loss of Chuang et al.
     (NeurIPS 2020), i.e. Robinson et al. (ICLR 2021), eq. (4) with β = 0. Tiles as the tilt
     β = 0 (:meth:`tile_weights`); its weights are per anchor (the gathered engine takes it).
+    No constructor arguments.
+
+    Shapes:
+        ``scores`` (A, N) → :class:`~hardneg.negatives.WeightedScores` (A, N) with uniform
+        weights (``log_weights`` is ``None``; ``log Σ_{j valid} e^{s_ij}`` (A,)).
+
+    References:
+        Chen, Kornblith, Norouzi, Hinton, *A Simple Framework for Contrastive Learning of Visual
+        Representations*, ICML 2020 (NT-Xent); Chuang, Robinson, Lin, Torralba, Jegelka,
+        *Debiased Contrastive Learning*, NeurIPS 2020, §3; Robinson, Chuang, Sra, Jegelka,
+        ICLR 2021, eq. (4) with β = 0.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import Uniform
+        >>> simclr = ContrastiveLoss(temperature=0.5, negatives=Uniform())
+        >>> loss = simclr(torch.randn(8, 16), torch.randn(8, 16))
+        >>> loss.shape, bool(torch.isfinite(loss))
+        (torch.Size([]), True)
     """
 
     per_anchor_weights = True

@@ -26,6 +26,33 @@ class MaskWrapper(NegativeDistribution):
     restrictions draw from ``generator`` only). ``beta`` is
     forwarded to ``base`` so that schedules such as :class:`~hardneg.schedules.BetaAnnealing` work
     on a wrapped :class:`~hardneg.negatives.Hard`.
+
+    Args:
+        base: the distribution whose weights are renormalised over the restricted mask (default
+            :class:`~hardneg.negatives.Uniform`).
+
+    Shapes:
+        ``scores`` (A, N) → :class:`~hardneg.negatives.WeightedScores` (A, N); :meth:`restrict`
+        keeps the (A, N) shape and only clears mask entries.
+
+    References:
+        Ash, Goel, Krishnamurthy, Misra, *Investigating the Role of Negatives in Contrastive
+        Representation Learning*, AISTATS 2022, §4 (negatives restricted per anchor: K drawn,
+        collision-free).
+
+    Example:
+        >>> import torch
+        >>> from hardneg.negatives import Hard, MaskWrapper
+        >>> from hardneg.scores import simclr_scores
+        >>> class FirstHalf(MaskWrapper):  # only candidates of the first half of the batch
+        ...     def restrict(self, scores, *, generator=None):
+        ...         keep = scores.mask.clone()
+        ...         keep[:, scores.mask.shape[1] // 2:] = False
+        ...         return scores.with_mask(keep)
+        >>> scores = simclr_scores(torch.randn(4, 8), torch.randn(4, 8), temperature=0.5)
+        >>> weighted = FirstHalf(Hard(beta=1.0))(scores)
+        >>> int(weighted.scores.mask[:, 4:].sum()), weighted.log_weighted_sum.shape
+        (0, torch.Size([8]))
     """
 
     def __init__(self, base: NegativeDistribution | None = None):

@@ -20,6 +20,22 @@ def log1mexp(x: Tensor) -> Tensor:
 
     Inputs ``≥ 0`` are clamped just below zero so that the result (and its gradient) stays
     finite; callers mask those entries out.
+
+    Args:
+        x: negative numbers (the log of a probability below one).
+
+    Shapes:
+        any shape → the same shape.
+
+    References:
+        Mächler, *Accurately Computing log(1 − exp(−|a|)) Assessed by the Rmpfr package*,
+        CRAN vignette, 2012 (the split at −ln 2).
+
+    Example:
+        >>> import torch
+        >>> x = torch.tensor([-1e-20, -0.5], dtype=torch.float64)
+        >>> [round(v, 4) for v in log1mexp(x).tolist()], float(torch.log(1 - torch.exp(x[0])))
+        ([-46.0517, -0.9328], -inf)
     """
     x = x.clamp(max=-1e-30)
     return torch.where(x > -0.6931471805599453, torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
@@ -33,7 +49,28 @@ class Objective(nn.Module):
     ``weighted.mean_of(ramp)`` and ``weighted.max_logit()`` — never the (A, N) logits or
     weights — so the tiled engine (:mod:`hardneg.tiled`) can compute it.
     ``multi_positive = True`` declares that it is defined for several positives per anchor
-    (:attr:`~hardneg.scores.Scores.positive_mask`); the others refuse such scores.
+    (:attr:`~hardneg.scores.Scores.positive_mask`); the others refuse such scores. No
+    constructor arguments.
+
+    Shapes:
+        ``weighted`` (:class:`~hardneg.negatives.WeightedScores`, A anchors × N candidates) →
+        (A,) loss per anchor.
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
+        ICLR 2021, §3 (objectives of positives and importance-weighted negatives).
+
+    Example:
+        >>> import torch
+        >>> from hardneg.negatives import Hard
+        >>> from hardneg.scores import simclr_scores
+        >>> class Alignment(Objective):  # ignores the negatives: −s⁺ per anchor
+        ...     row_reducible = True
+        ...     def forward(self, weighted):
+        ...         return -weighted.scores.positive
+        >>> scores = simclr_scores(torch.randn(4, 8), torch.randn(4, 8), temperature=0.5)
+        >>> Alignment()(Hard(beta=1.0)(scores)).shape
+        torch.Size([8])
     """
 
     row_reducible = False

@@ -41,9 +41,22 @@ def block_means(z: Tensor, block_size: int) -> Tensor:
 
     The representation of a block (Arora et al., ICML 2019, §6.3: ``(1/b) Σ_l f(x_l)``).
 
-    >>> block_means(torch.arange(8.0).reshape(4, 2), 2)
-    tensor([[1., 2.],
-            [5., 6.]])
+    Args:
+        z: the representations, block-major.
+        block_size: b ≥ 1 points per block (1: ``z`` unchanged).
+
+    Shapes:
+        ``z`` (N·b, d) → (N, d).
+
+    References:
+        Arora, Khandeparkar, Khodak, Plevrakis, Saunshi, *A Theoretical Analysis of Contrastive
+        Unsupervised Representation Learning*, ICML 2019, §6.3.
+
+    Example:
+        >>> import torch
+        >>> block_means(torch.arange(8.0).reshape(4, 2), 2)
+        tensor([[1., 2.],
+                [5., 6.]])
     """
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
@@ -59,8 +72,24 @@ def block_differences(
 ) -> Tensor:
     r"""``v_ik = f(x_i)ᵀ( (1/b) Σ_l f(x⁺_il) − (1/b) Σ_l f(x⁻_ikl) )`` (A, m).
 
-    Shapes: ``anchors`` (A, d), ``positive_blocks`` (A, b, d), ``negative_blocks`` (A, m, b, d)
-    (m negative blocks of size b per anchor).
+    Args:
+        anchors: the anchors' representations ``f(x_i)``.
+        positive_blocks: each anchor's positive block of b points.
+        negative_blocks: each anchor's m negative blocks of b points.
+        normalize: L2-normalise every representation first (default False, as in the paper).
+
+    Shapes:
+        ``anchors`` (A, d), ``positive_blocks`` (A, b, d), ``negative_blocks`` (A, m, b, d) →
+        (A, m).
+
+    References:
+        Arora, Khandeparkar, Khodak, Plevrakis, Saunshi, ICML 2019, §6.3, eq. (12).
+
+    Example:
+        >>> import torch
+        >>> v = block_differences(torch.ones(1, 2), torch.ones(1, 3, 2), torch.zeros(1, 4, 3, 2))
+        >>> v
+        tensor([[2., 2., 2., 2.]])
     """
     _check("anchors", anchors, 2)
     _check("positive_blocks", positive_blocks, 3)
@@ -108,9 +137,34 @@ def block_loss(
     loss a tighter surrogate of the supervised loss than pairs (Proposition 6.2). Choose it when
     the data come in blocks of same-class points (sentences of a paragraph, Wiki-3029 articles).
 
-    Shapes: ``anchors`` (A, d), ``positive_blocks`` (A, b, d), ``negative_blocks`` (A, m, b, d)
-    → scalar, or (A,) with ``reduction="none"``. The inputs are small, so the blocks are given
-    explicitly rather than as a candidate pool.
+    The inputs are small, so the blocks are given explicitly rather than as a candidate pool.
+
+    Args:
+        anchors: the anchors' representations ``f(x_i)``.
+        positive_blocks: each anchor's positive block of b points.
+        negative_blocks: each anchor's m negative blocks of b points.
+        loss: ``"logistic"`` (default) or ``"hinge"``.
+        margin: the hinge's margin ≥ 0 (default 1).
+        base: the logistic loss's logarithm base > 1 (default 2, Def. 2.3).
+        normalize: L2-normalise every representation first (default False).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Shapes:
+        ``anchors`` (A, d), ``positive_blocks`` (A, b, d), ``negative_blocks`` (A, m, b, d)
+        → scalar, or (A,) with ``reduction="none"``.
+
+    References:
+        Arora, Khandeparkar, Khodak, Plevrakis, Saunshi, *A Theoretical Analysis of Contrastive
+        Unsupervised Representation Learning*, ICML 2019, §6.3, eq. (12), Def. 2.3 and
+        Proposition 6.2.
+
+    Example:
+        >>> import torch
+        >>> anchors, pos, neg = torch.zeros(3, 2), torch.randn(3, 4, 2), torch.randn(3, 5, 4, 2)
+        >>> block_loss(anchors, pos, neg)  # v = 0: log₂(1 + m) with m = 5 negative blocks
+        tensor(2.5850)
+        >>> block_loss(anchors, pos, neg, loss="hinge", reduction="none")
+        tensor([1., 1., 1.])
     """
     if loss not in BLOCK_LOSSES:
         raise ValueError(f"loss must be one of {BLOCK_LOSSES}, got {loss!r}")

@@ -42,7 +42,29 @@ def debiased_log_negative(
     ``log_positive_mean`` (A,) the caller gives (:func:`log_positive_mean`); without it, the plain
     mean ``(1/M_i) Σ_m e^{s⁺_im}`` from ``positive = log Σ_m e^{s⁺_im}`` and ``positive_count``.
 
-    Shapes: all tensors (A,). Returns ``(log Neg, clamp_active)``.
+    Args:
+        log_weighted_sum: ``log Σ_j w_ij e^{s_ij}`` over each anchor's valid negatives.
+        positive: the positive logit ``s⁺_i`` (``log Σ_m e^{s⁺_im}`` with M positives).
+        num_valid: ``N_i``, valid negatives per anchor.
+        tau_plus: class prior τ⁺ ∈ [0, 1).
+        temperature: t of the floor ``N_i e^{−1/t}``.
+        positive_count: ``M_i``, positives per anchor (``None``: one).
+        log_positive_mean: ``log E_{v∼q⁺}[e^{s_v}]`` per anchor (overrides the plain mean).
+
+    Shapes:
+        all tensors (A,) → ``(log Neg (A,), clamp_active (A,) bool)``.
+
+    References:
+        Chuang, Robinson, Lin, Torralba, Jegelka, *Debiased Contrastive Learning*, NeurIPS 2020,
+        §3 (the debiased estimator and its floor); Robinson, Chuang, Sra, Jegelka, ICLR 2021,
+        eq. (4) and Fig. 13.
+
+    Example:
+        >>> import torch
+        >>> log_neg, clamped = debiased_log_negative(torch.tensor([2.0]), torch.tensor([1.0]),
+        ...                                          torch.tensor([6.0]), tau_plus=0.1, temperature=0.5)
+        >>> log_neg.shape, bool(clamped)
+        (torch.Size([1]), False)
     """
     log_n = num_valid.log()
     floor = log_n - 1.0 / temperature
@@ -104,6 +126,26 @@ class Debiased(Objective):
             proportion with the positives as the labelled sample, smoothed over steps); a
             :class:`~hardneg.objectives.prior.TauPlusEstimator` instance sets its options. The
             estimate is updated only in training mode and logged as the ``tau_plus`` diagnostic.
+        positive_estimator: with M positives per anchor, ``"importance"`` (default: positives
+            reweighted by the negatives' tilt β, Robinson et al. §3) or ``"mean"`` (plain mean).
+
+    Shapes:
+        ``weighted`` with A anchors × N candidates → (A,).
+
+    References:
+        Chuang, Robinson, Lin, Torralba, Jegelka, *Debiased Contrastive Learning*, NeurIPS 2020,
+        §3; Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
+        ICLR 2021, §3, eq. (4) and Fig. 13–14.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import Hard
+        >>> from hardneg.objectives import Debiased
+        >>> hcl = ContrastiveLoss(temperature=0.5, negatives=Hard(beta=1.0), objective=Debiased(tau_plus=0.1))
+        >>> loss = hcl(torch.randn(8, 16), torch.randn(8, 16))
+        >>> loss.shape, bool(torch.isfinite(loss))
+        (torch.Size([]), True)
     """
 
     row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it

@@ -16,7 +16,25 @@ AGGREGATES = ("max", "mean")
 
 
 def hinge_max(differences: Tensor, mask: Tensor, *, margin: float = 1.0) -> Tensor:
-    """``max{0, margin + max_{valid i} (−v_i)}`` per row: the k-way hinge of ``v`` (A, k) → (A,)."""
+    """``max{0, margin + max_{valid i} (−v_i)}`` per row: the k-way hinge of ``v``.
+
+    Args:
+        differences: ``v_i = f(x)ᵀ(f(x⁺) − f(x⁻_i))`` of each row's k negatives.
+        mask: which of the k entries are valid (at least one per row).
+        margin: the hinge's margin (default 1, the paper's).
+
+    Shapes:
+        ``differences`` (A, k), ``mask`` (A, k) bool → (A,).
+
+    References:
+        Arora, Khandeparkar, Khodak, Plevrakis, Saunshi, *A Theoretical Analysis of Contrastive
+        Unsupervised Representation Learning*, ICML 2019, §2, Def. 2.3.
+
+    Example:
+        >>> import torch
+        >>> hinge_max(torch.tensor([[2.0, 0.5], [3.0, 4.0]]), torch.ones(2, 2, dtype=torch.bool))
+        tensor([0.5000, 0.0000])
+    """
     worst = (-differences).masked_fill(~mask, float("-inf")).amax(dim=1)
     return torch.clamp_min(margin + worst, 0.0)
 
@@ -41,8 +59,27 @@ class Hinge(Objective):
     Logits at t = 1 are the paper's inner products ``f(x)ᵀf(x')``; ``margin`` is in logit units.
 
     Args:
-        margin: the hinge's margin (the paper's 1).
-        aggregate: ``"max"`` or ``"mean"``.
+        margin: the hinge's margin ≥ 0 (default 1, the paper's).
+        aggregate: ``"max"`` (default) or ``"mean"``.
+
+    Shapes:
+        ``weighted`` with A anchors × N candidates → (A,).
+
+    References:
+        Arora, Khandeparkar, Khodak, Plevrakis, Saunshi, *A Theoretical Analysis of Contrastive
+        Unsupervised Representation Learning*, ICML 2019, §2, Def. 2.3.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import Hard
+        >>> from hardneg.objectives import Hinge
+        >>> worst = ContrastiveLoss(temperature=1.0, objective=Hinge(margin=1.0))
+        >>> expected = ContrastiveLoss(temperature=1.0, objective=Hinge(aggregate="mean"),
+        ...                            negatives=Hard(beta=1.0))
+        >>> z1, z2 = torch.randn(8, 16), torch.randn(8, 16)
+        >>> bool(worst(z1, z2) >= 0) and bool(expected(z1, z2) >= 0)
+        True
     """
 
     row_reducible = True  # reads only s⁺_i, max_j s_ij and E_q[h(s − s⁺)]: the tiled engine computes them

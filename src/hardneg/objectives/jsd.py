@@ -62,6 +62,27 @@ class JensenShannon(Objective):
         subtract_log4: subtract ``2 log 2`` so that an uninformative discriminator (T ≡ 0)
             gives 0 when τ⁺ = 0, as InfoGraph's ``get_positive_expectation`` /
             ``get_negative_expectation``.
+
+    Shapes:
+        ``weighted`` with A anchors × N candidates → (A,).
+
+    References:
+        Sun, Hoffmann, Verma, Tang, *InfoGraph: Unsupervised and Semi-supervised Graph-Level
+        Representation Learning via Mutual Information Maximization*, ICLR 2020; Hjelm et al.,
+        *Learning Deep Representations by Mutual Information Estimation and Maximization*,
+        ICLR 2019 (the JSD estimator); Nowozin, Cseke, Tomioka, *f-GAN*, NeurIPS 2016;
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, App. B.2; Chuang et al., NeurIPS 2020, §3.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import Hard
+        >>> from hardneg.objectives import JensenShannon
+        >>> jsd = ContrastiveLoss(temperature=1.0, normalize=False, objective=JensenShannon(tau_plus=0.1),
+        ...                       negatives=Hard(beta=1.0, rescale=True))
+        >>> loss = jsd(torch.randn(8, 16), torch.randn(8, 16))
+        >>> loss.shape, bool(torch.isfinite(loss))
+        (torch.Size([]), True)
     """
 
     def __init__(self, *, tau_plus: float = 0.0, subtract_log4: bool = False):

@@ -27,7 +27,24 @@ class LogisticMPair(Objective):
     with a fixed ``q``; choose it to follow the OT paper's notation and defaults (q = 1).
 
     Args:
-        q: weight q > 0 of the negative term.
+        q: weight q > 0 of the negative term (default 1).
+
+    Shapes:
+        ``weighted`` with A anchors × N candidates → (A,).
+
+    References:
+        Jiang, Ishwar, Aeron, *Hard Negative Sampling via Regularized Optimal Transport for
+        Contrastive Representation Learning*, arXiv:2111.03169, eq. (1) and Theorem 1.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import OptimalTransport
+        >>> from hardneg.objectives import LogisticMPair
+        >>> ot = ContrastiveLoss(temperature=1.0, negatives=OptimalTransport(epsilon=0.5),
+        ...                      objective=LogisticMPair(q=1.0))
+        >>> bool(torch.isfinite(ot(torch.randn(8, 16), torch.randn(8, 16))))
+        True
     """
 
     row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it
@@ -59,6 +76,23 @@ class Logistic(Objective):
 
     Args:
         base: logarithm base > 1 (default e; the paper uses 2).
+
+    Shapes:
+        ``weighted`` with A anchors × N candidates → (A,).
+
+    References:
+        Arora, Khandeparkar, Khodak, Plevrakis, Saunshi, *A Theoretical Analysis of Contrastive
+        Unsupervised Representation Learning*, ICML 2019, §2, Def. 2.3.
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.objectives import InfoNCE, Logistic
+        >>> z1, z2 = torch.randn(8, 16), torch.randn(8, 16)
+        >>> natural = ContrastiveLoss(temperature=0.5, objective=Logistic())
+        >>> nt_xent = ContrastiveLoss(temperature=0.5, objective=InfoNCE())
+        >>> bool(torch.allclose(natural(z1, z2), nt_xent(z1, z2)))
+        True
     """
 
     row_reducible = True  # reads only s⁺_i, N_i and log Σ_j w_ij e^{s_ij}: the tiled engine computes it

@@ -46,9 +46,19 @@ def mixture_proportion(labelled: Tensor, unlabelled: Tensor, *, min_fraction: fl
 
     Returns the estimate in ``[0, 1]`` (a float; no gradient). Ties count as "at or above".
 
-    >>> positives, candidates = torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([0.0, 0.5, 3.5, 4.5])
-    >>> mixture_proportion(positives, candidates, min_fraction=0.5)
-    0.5
+    Shapes:
+        ``labelled`` (M,), ``unlabelled`` (U,) → a float.
+
+    References:
+        Blanchard, Lee, Scott, *Semi-Supervised Novelty Detection*, JMLR 11, 2010, §4; Scott,
+        *A Rate of Convergence for Mixture Proportion Estimation, with Application to Learning
+        from Noisy Labels*, AISTATS 2015.
+
+    Example:
+        >>> import torch
+        >>> positives, candidates = torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([0.0, 0.5, 3.5, 4.5])
+        >>> mixture_proportion(positives, candidates, min_fraction=0.5)
+        0.5
     """
     for name, x in (("labelled", labelled), ("unlabelled", unlabelled)):
         if not isinstance(x, Tensor) or x.dim() != 1 or x.numel() == 0:
@@ -80,6 +90,21 @@ class TauPlusEstimator(nn.Module):
         momentum: ``m ∈ [0, 1)`` of the exponential smoothing over steps.
         min_fraction: see :func:`mixture_proportion`.
         tau_max: upper clip ``(0, 1)`` (the debiased numerator needs ``τ⁺ < 1``).
+
+    Shapes:
+        :meth:`update`: ``positive`` (A,), ``logits`` (A, N), ``mask`` (A, N) bool → a float.
+
+    References:
+        Blanchard, Lee, Scott, JMLR 11, 2010, §4 and Scott, AISTATS 2015 (mixture proportion
+        estimation); τ⁺ as in Chuang et al., *Debiased Contrastive Learning*, NeurIPS 2020, §3.
+
+    Example:
+        >>> import torch
+        >>> from hardneg.objectives import TauPlusEstimator
+        >>> est = TauPlusEstimator(momentum=0.5)
+        >>> logits = torch.tensor([[4.0, 0.0, 0.5], [4.5, 1.0, 0.0]])
+        >>> est.update(torch.tensor([1.0, 2.0]), logits, torch.ones(2, 3, dtype=torch.bool)) <= est.tau_max
+        True
     """
 
     value: Tensor

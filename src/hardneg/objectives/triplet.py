@@ -29,8 +29,26 @@ class Triplet(Objective):
       Theorem 1 reduces to, min-max value η).
 
     Args:
-        margin: η ≥ 0.
-        aggregate: ``"mean"`` or ``"mean_difference"``.
+        margin: η ≥ 0 (default 1).
+        aggregate: ``"mean"`` (default) or ``"mean_difference"``.
+
+    Shapes:
+        ``weighted`` with A anchors × N candidates → (A,).
+
+    References:
+        Jiang, Ishwar, Aeron, *Hard Negative Sampling via Regularized Optimal Transport for
+        Contrastive Representation Learning*, arXiv:2111.03169, §IV and Theorem 1; Schroff,
+        Kalenichenko, Philbin, *FaceNet*, CVPR 2015 (the triplet loss).
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import OptimalTransport
+        >>> from hardneg.objectives import Triplet
+        >>> triplet = ContrastiveLoss(temperature=1.0, negatives=OptimalTransport(epsilon=0.5),
+        ...                           objective=Triplet(margin=1.0))
+        >>> bool(triplet(torch.randn(8, 16), torch.randn(8, 16)) >= 0)
+        True
     """
 
     row_reducible = True  # reads only s⁺_i and E_q[h(s − s⁺)]: the tiled engine computes them
