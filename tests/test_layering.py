@@ -27,7 +27,8 @@ def _plugins(graph: grimp.ImportGraph) -> set[str]:
 
 
 def test_the_modality_plugins_are_found(graph):
-    assert {"hardneg.modalities.images", "hardneg.modalities.graphs", "hardneg.modalities.sentences"} <= _plugins(graph)
+    expected = {"hardneg.modalities.images", "hardneg.modalities.graphs", "hardneg.modalities.sentences"}
+    assert expected <= _plugins(graph)
     assert SEAM - {"hardneg.modalities"} <= graph.find_descendants("hardneg.modalities")
 
 

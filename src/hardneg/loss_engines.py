@@ -240,7 +240,16 @@ def two_view_loss(
     n = 2 * b * world
     choice = p.engine_for(2 * b, n, z1.dtype, z1.device, num_valid=n - 2)
     if choice.engine == "materialised":
-        return p.compute(p.scores(z1, z2, labels), diagnostics=diagnostics, generator=generator)
+        if gathered:
+            return p.compute(p.scores(z1, z2, labels), diagnostics=diagnostics, generator=generator)
+        # the local layout straight to the engine: the checks above are not made twice
+        scores = simclr_scores(
+            z1, z2, temperature=p.temperature, normalize=p.normalize, labels=labels, validate=p.validate
+        )
+        return loss_from_scores(
+            scores, negatives=p.negatives, objective=p.objective, reduction=p.reduction,
+            diagnostics=diagnostics, generator=generator, validate=p.validate,
+        )
     if b < 2 and world == 1:
         raise ValueError(f"batch size B (z1.shape[0]) must be >= 2 to have negatives, got {b}")
     v = torch.cat([z1, z2], dim=0)

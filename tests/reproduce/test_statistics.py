@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import t as student_t
 
@@ -151,6 +151,7 @@ def test_holm_ignores_nan_pvalues_and_does_not_count_them() -> None:
 pvalue = st.one_of(st.floats(0.0, 1.0), st.just(math.nan))
 
 
+@settings(max_examples=40, deadline=None)
 @given(st.lists(pvalue, max_size=30), st.floats(0.001, 0.5))
 def test_holm_lies_between_bonferroni_and_unadjusted(p: list[float], alpha: float) -> None:
     m = sum(not math.isnan(x) for x in p)
@@ -432,6 +433,7 @@ def test_bad_inputs_are_refused_naming_the_parameter() -> None:
         judge({"a": [math.inf, 0.1]}, {"a": SUPERIORITY})
 
 
+@settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(-0.05, 0.05), min_size=2, max_size=8), st.sampled_from([0.05, 0.1]))
 def test_tests_agree_with_their_intervals(diffs: list[float], alpha: float) -> None:
     """TOST at α rejects iff the 1 − 2α interval is inside (−Δ, Δ); superiority iff the 1 − α bound > 0."""

@@ -9,7 +9,7 @@ from hardneg._lse import masked_logsumexp, masked_tilted_lse
 from hardneg._validation import check_beta
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
 from hardneg.negatives.tiling import TileWeights
-from hardneg.negatives.weighted import WeightedScores
+from hardneg.negatives.weighted import DENSE_LSE_MAX, WeightedScores
 from hardneg.scores import Scores
 
 __all__ = [
@@ -26,7 +26,23 @@ def rescaled_logits(logits: Tensor, mask: Tensor) -> Tensor:
     """The clipping trick of Robinson et al. (ICLR 2021), Fig. 14: ``r_ij = 2 s_ij / max_{valid kl} |s_kl|``.
 
     Rescales a batch of unnormalised logits to ``[−2, 2]`` with the batch-wide maximum, so that
-    ``e^{β r}`` cannot overflow whatever the embeddings' norms. Shapes: (A, N), (A, N) → (A, N).
+    ``e^{β r}`` cannot overflow whatever the embeddings' norms.
+
+    Args:
+        logits: the scores ``s``.
+        mask: the valid entries (the maximum is taken over these only).
+
+    Shapes:
+        ``logits`` (A, N), ``mask`` (A, N) bool → (A, N).
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, Fig. 14 and App. D.2–D.3 (the graph and
+        unnormalised-embedding experiments).
+
+    Example:
+        >>> import torch
+        >>> rescaled_logits(torch.tensor([[1.0, -4.0, 9.0]]), torch.tensor([[True, True, False]]))
+        tensor([[ 0.5000, -2.0000,  4.5000]])
     """
     scale = logits.masked_fill(~mask, 0.0).abs().amax().clamp_min(1e-12)
     return 2.0 * logits / scale
@@ -42,7 +58,25 @@ def hard_log_weights(logits: Tensor, mask: Tensor, *, beta: float, rescale: bool
 
     with ``s`` replaced by :func:`rescaled_logits` when ``rescale``.
 
-    Shapes: ``logits`` (A, N), ``mask`` (A, N) bool → (A, N), ``−inf`` off the mask.
+    Args:
+        logits: the scores ``s_ij`` (temperature-scaled logits).
+        mask: each anchor's valid negatives (at least one per row).
+        beta: concentration β (0: uniform weights).
+        rescale: apply the clipping trick (:func:`rescaled_logits`) first; default False.
+
+    Shapes:
+        ``logits`` (A, N), ``mask`` (A, N) bool → (A, N), ``−inf`` off the mask.
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
+        ICLR 2021, §3, eq. (4) (``q_β(x⁻) ∝ e^{β f(x)ᵀf(x⁻)} p(x⁻)``) and Fig. 13.
+
+    Example:
+        >>> import torch
+        >>> s, m = torch.tensor([[0.0, 1.0, 2.0]]), torch.ones(1, 3, dtype=torch.bool)
+        >>> ell = hard_log_weights(s, m, beta=1.0)
+        >>> round(float(ell.exp().sum()), 4), bool(ell[0, 2] > ell[0, 1] > ell[0, 0])
+        (3.0, True)
     """
     s = rescaled_logits(logits, mask) if rescale else logits
     return normalize_log_weights(beta * s, mask)
@@ -56,7 +90,26 @@ def hard_log_weighted_sum(logits: Tensor, mask: Tensor, *, beta: float, num_vali
     one fused masked pass (:func:`hardneg._lse.masked_tilted_lse`). A β below the dtype's
     smallest normal number is 0 there, and gives the uniform sum.
 
-    Shapes: ``logits`` (A, N), ``mask`` (A, N) bool, ``num_valid`` (A,) → (A,).
+    Args:
+        logits: the scores ``s_ij``.
+        mask: each anchor's valid negatives.
+        beta: concentration β ≥ 0.
+        num_valid: ``N_i``, the number of valid negatives of each anchor.
+
+    Shapes:
+        ``logits`` (A, N), ``mask`` (A, N) bool, ``num_valid`` (A,) → (A,).
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, §3, eq. (4): the importance-weighted
+        negative term ``N · E_{x⁻∼q_β}[e^{f(x)ᵀf(x⁻)}]``.
+
+    Example:
+        >>> import torch
+        >>> s, m = torch.tensor([[0.0, 1.0, 2.0]]), torch.ones(1, 3, dtype=torch.bool)
+        >>> closed = hard_log_weighted_sum(s, m, beta=1.0, num_valid=torch.tensor([3.0]))
+        >>> dense = torch.logsumexp(hard_log_weights(s, m, beta=1.0) + s, dim=1)
+        >>> bool(torch.allclose(closed, dense))
+        True
     """
     if beta < torch.finfo(logits.dtype).tiny:
         return masked_logsumexp(logits, mask)
@@ -69,7 +122,25 @@ def ess_fraction(logits: Tensor, mask: Tensor, *, beta: float) -> Tensor:
         ESS_i / N_i = (Σ_j w_ij)² / (N_i Σ_j w_ij²) = exp(2 lse_j(β s_ij) − lse_j(2β s_ij) − log N_i),
 
     1 for uniform weights (β = 0) and down to 1/N_i when one negative takes all the weight.
-    Log domain throughout. Shapes: (A, N), (A, N) bool → (A,); rows without valid entries: NaN.
+    Log domain throughout; rows without valid entries give NaN.
+
+    Args:
+        logits: the scores ``s_ij``.
+        mask: each anchor's valid negatives.
+        beta: concentration β of the hard weights.
+
+    Shapes:
+        ``logits`` (A, N), ``mask`` (A, N) bool → (A,).
+
+    References:
+        Kish, *Survey Sampling*, Wiley, 1965 (the effective sample size); the weights of
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, §3, eq. (4).
+
+    Example:
+        >>> import torch
+        >>> s, m = torch.tensor([[0.0, 1.0, 2.0]]), torch.ones(1, 3, dtype=torch.bool)
+        >>> ess_fraction(s, m, beta=0.0), bool(ess_fraction(s, m, beta=5.0) < 0.5)
+        (tensor([1.]), True)
     """
     n = mask.sum(dim=1).to(logits.dtype)
     if beta == 0.0:
@@ -90,7 +161,26 @@ def beta_for_ess(
     within ``rtol`` relative. No gradient flows through the choice (the logits are detached).
     Returns ``BETA_MAX`` when even that β keeps the ESS above the target (ties at the maximum).
 
-    Shapes: ``logits`` (A, N), ``mask`` (A, N) bool.
+    Args:
+        logits: the scores ``s_ij`` (detached here).
+        mask: each anchor's valid negatives.
+        target: the mean ESS fraction to reach, in (0, 1] (1: β = 0).
+        start: the first β of the bracket search (e.g. the previous batch's), default 1.
+        rtol: relative width of the final bracket, default 1e-3.
+
+    Shapes:
+        ``logits`` (A, N), ``mask`` (A, N) bool → a float.
+
+    References:
+        Beyond the papers: Kish's effective sample size (*Survey Sampling*, Wiley, 1965) of the
+        hard weights of Robinson, Chuang, Sra, Jegelka, ICLR 2021, §3, eq. (4).
+
+    Example:
+        >>> import torch
+        >>> s, m = torch.tensor([[0.0, 1.0, 2.0, 3.0]]), torch.ones(1, 4, dtype=torch.bool)
+        >>> beta = beta_for_ess(s, m, target=0.5)
+        >>> abs(float(ess_fraction(s, m, beta=beta)) - 0.5) < 1e-2
+        True
     """
     from hardneg._validation import BETA_MAX
 
@@ -151,6 +241,25 @@ class Hard(NegativeDistribution):
     The tiled engine computes it as the tilt ``TileWeights(tilt=beta)`` (:meth:`tile_weights`)
     unless ``rescale``, ``detach_weights`` or ``target_ess`` is set; the gathered engine with any
     options (the weights of an anchor read only its own row).
+
+    Shapes:
+        ``scores`` (A, N) → :class:`~hardneg.negatives.WeightedScores`: log weights ℓ (A, N)
+        (:func:`hard_log_weights`), ``log Σ_j w_ij e^{s_ij}`` (A,) in closed form.
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
+        ICLR 2021, §3, eq. (4) (the hardness-biased estimator), Fig. 13–14 (pseudocode, clipping
+        trick), App. C–D (β per data set).
+
+    Example:
+        >>> import torch
+        >>> from hardneg import ContrastiveLoss
+        >>> from hardneg.negatives import Hard
+        >>> from hardneg.objectives import Debiased
+        >>> hcl = ContrastiveLoss(temperature=0.5, negatives=Hard(beta=1.0), objective=Debiased(0.1))
+        >>> loss = hcl(torch.randn(8, 16), torch.randn(8, 16))
+        >>> loss.shape, bool(torch.isfinite(loss))
+        (torch.Size([]), True)
     """
 
     per_anchor_weights = True
@@ -198,6 +307,11 @@ class Hard(NegativeDistribution):
         if not (self.detach_weights or self.rescale):
 
             def closed() -> Tensor:
+                if scores.nonempty and scores.logits.numel() <= DENSE_LSE_MAX:
+                    # small, no empty row: ATen's log-sum-exp, without a Python autograd node
+                    x = scores.logits.masked_fill(~scores.mask, float("-inf"))
+                    lse = torch.logsumexp((1.0 + beta) * x, dim=1) - torch.logsumexp(beta * x, dim=1)
+                    return lse + scores.num_valid().log()
                 return hard_log_weighted_sum(
                     scores.logits, scores.mask, beta=beta, num_valid=scores.num_valid()
                 )

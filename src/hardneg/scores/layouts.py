@@ -48,6 +48,7 @@ __all__ = [
     "pair_scores",
     "prepare_pair",
     "safe_normalize",
+    "simclr_counts",
     "simclr_mask",
     "simclr_scores",
 ]
@@ -94,12 +95,6 @@ def _prepare(x: Tensor, normalize: bool, dtype: torch.dtype | None = None) -> tu
     return x, safe_normalize(x.detach())[1]
 
 
-def _fast_unit(x: Tensor, norm: Tensor) -> Tensor:
-    """``x_i / ‖x_i‖`` without a branch: a row whose norm is not above ``tiny`` is divided by 1
-    (it is zero, or below float underflow, and stays (near) zero with the upstream gradient)."""
-    return x / torch.where(norm > torch.finfo(x.dtype).tiny, norm, torch.ones_like(norm))
-
-
 def _prepare_many(
     named: list[tuple[str, Tensor]],
     normalize: bool,
@@ -129,33 +124,57 @@ def _prepare_many(
     xs = [x.to(dtype) for _, x in named]
     norms = [torch.linalg.vector_norm(x if normalize else x.detach(), dim=1) for x in xs]
     compiling = torch.compiler.is_compiling()
+    checked = False  # every norm known to lie in (tiny, ∞): the plain two-pass normalisation is exact
     if validate:
-        tiny = torch.finfo(dtype).tiny
-        finite = [torch.isfinite(n.detach()).all() for n in norms]
-        flags = list(finite)
-        if mask is not None:
-            flags.append(mask.any(dim=1).all())
-        if not normalize:
-            others = torch.stack([n.detach().amax() for n in norms[1:] or norms[:1]])
-            bound = norms[0].detach().amax() * others.amax()
-            flags.append(bound / temperature <= torch.finfo(dtype).max / 1e7)
+        finfo = torch.finfo(dtype)
         if compiling:
+            flags = [torch.isfinite(n.detach()).all() for n in norms]
+            if mask is not None:
+                flags.append(mask.any(dim=1).all())
+            if not normalize:
+                flags.append(_logit_bound(norms, temperature) <= finfo.max / 1e7)
             torch._assert_async(
                 torch.stack(flags).all(), "hardneg: non-finite input, logits out of range or empty mask row"
             )
         else:
-            flags += [(n.detach() > tiny).all() for n in norms]
-            if not bool(torch.stack(flags).all()):  # the call's one host read
+            # one flag per input: min > tiny and max ≤ finfo.max (NaN fails both comparisons)
+            flag = _norms_in_range(norms[0].detach(), finfo)
+            for n in norms[1:]:
+                flag = flag & _norms_in_range(n.detach(), finfo)
+            if mask is not None:
+                flag = flag & mask.any(dim=1).all()
+            if not normalize:
+                flag = flag & (_logit_bound(norms, temperature) <= finfo.max / 1e7)
+            if not bool(flag):  # the call's one host read
                 return _prepare_checked(
                     named, normalize, dtype, temperature=temperature, mask=mask, report=report or named
                 )
+            checked = True
     if not normalize:
         return [(x, n.detach()) for x, n in zip(xs, norms, strict=True)]
+    if checked:  # no zero row: one division per input, unit norms
+        return [(x / n[:, None], torch.ones_like(n.detach())) for x, n in zip(xs, norms, strict=True)]
     out = []
     for x, n in zip(xs, norms, strict=True):
-        n_det = n.detach()
-        out.append((_fast_unit(x, n[:, None]), (n_det > torch.finfo(dtype).tiny).to(dtype)))
+        # x_i / ‖x_i‖ without a branch: a row of norm ≤ tiny (zero, or below float underflow) is
+        # divided by 1 and stays (near) zero with the upstream gradient
+        nonzero = n.detach() > torch.finfo(dtype).tiny
+        out.append((x / torch.where(nonzero, n, 1.0)[:, None], nonzero.to(dtype)))
     return out
+
+
+def _norms_in_range(norms: Tensor, finfo: torch.finfo) -> Tensor:
+    """``tiny < min(norms)`` and ``max(norms) ≤ finfo.max`` as one 0-dim bool (NaN gives False)."""
+    if norms.numel() == 0:  # no rows: nothing out of range
+        return torch.ones((), dtype=torch.bool, device=norms.device)
+    lo, hi = torch.aminmax(norms)
+    return (lo > finfo.tiny) & (hi <= finfo.max)
+
+
+def _logit_bound(norms: list[Tensor], temperature: float) -> Tensor:
+    """``max‖a‖ · max‖c‖ / t`` (Cauchy–Schwarz) with the anchors' norms first, 0-dim."""
+    others = torch.stack([n.detach().amax() for n in norms[1:] or norms[:1]])
+    return norms[0].detach().amax() * others.amax() / temperature
 
 
 def _prepare_checked(
@@ -230,6 +249,18 @@ def simclr_mask(b: int, device: torch.device, *, rank: int = 0, world_size: int 
     return _simclr_mask(b, device, rank=rank, world_size=world_size)
 
 
+def _simclr_counts(b: int, device: torch.device) -> Tensor:
+    """:func:`simclr_counts` without the cache (what ``torch.compile`` traces into its graph)."""
+    return torch.full((2 * b,), 2 * b - 2, dtype=torch.int32, device=device)
+
+
+@functools.lru_cache(maxsize=8)
+def simclr_counts(b: int, device: torch.device) -> Tensor:
+    """(2B,) int32 valid-negative counts of SimCLR's single-process layout: 2B − 2 each.
+    Cached, as :func:`simclr_mask`; never modified in place."""
+    return _simclr_counts(b, device)
+
+
 def check_two_views(z1: Tensor, z2: Tensor, *, check_finite: bool = True) -> int:
     """Check two row-aligned views (floating (B, d), same shape and device, finite); return B.
 
@@ -289,7 +320,6 @@ def simclr_scores(
     )
     vt = v / t  # scale the (2B, d) side, not the (2B, 2B) product
     logits = vt @ v.T  # (2B, 2B)
-    pos_idx = (torch.arange(2 * b, device=v.device) + b) % (2 * b)
     positive = (vt * v.roll(b, dims=0)).sum(dim=1)  # (2B,): row dots, no gather from the matrix
     # the cached mask in eager mode; traced into the graph under torch.compile (Dynamo does not
     # trace through functools.lru_cache, and older Dynamo cannot read its __wrapped__)
@@ -301,11 +331,11 @@ def simclr_scores(
         mask=mask,
         temperature=t,
         anchor_norms=norms,
-        positive_norms=norms[pos_idx],
+        positive_norms=norms.roll(b, dims=0),  # the partner's: (i + B) mod 2B
         candidate_norms=norms,
         anchor_labels=all_labels,
         candidate_labels=all_labels,
-        valid_counts=torch.full((2 * b,), 2 * b - 2, dtype=torch.int32, device=v.device),
+        valid_counts=(_simclr_counts if torch.compiler.is_compiling() else simclr_counts)(b, v.device),
         nonempty=True,  # 2B − 2 ≥ 2 negatives per anchor
     )
 

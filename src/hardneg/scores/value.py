@@ -63,12 +63,18 @@ class Scores:
         """Number of valid negatives ``N_i`` of each anchor, shape (A,), in the logits' dtype.
 
         Counted once per :class:`Scores` (an int32 row sum: summing a bool matrix into the
-        default int64 costs a full copy) and cached; layouts that know the counts pass them in.
+        default int64 costs a full copy), converted once and cached; layouts that know the counts
+        pass them in. Not to be modified in place.
         """
+        cached = self.__dict__.get("_num_valid")
+        if cached is not None:
+            return cached
         if self.valid_counts is None:
             object.__setattr__(self, "valid_counts", count_valid(self.mask))
         assert self.valid_counts is not None
-        return self.valid_counts.to(self.logits.dtype)
+        counts = self.valid_counts.to(self.logits.dtype)
+        object.__setattr__(self, "_num_valid", counts)  # converted once per Scores
+        return counts
 
     def positive_count(self) -> Tensor | None:
         """``M_i``, the number of positives of each anchor (A,) in the logits' dtype; ``None`` for one."""
