@@ -42,10 +42,14 @@ ENGINES = ("auto", "materialised", "tiled", "gathered")
 # measured tiled / materialised = 1.15 (B = 256), 1.07 (512, tiles of 1024), 0.70 (1024), 0.46
 # (4096) on 2 threads (issue 25), and with tiles of 512 on 1 thread 1.32 (B = 256), 1.07 (384),
 # 0.78 (512), 0.70 (768), 0.48 (1024); a queue of 65 536 keys with A = 256 queries: 0.55–0.6. So
-# from B = 512 (A·N = 1024²) on. ``cuda``: unmeasured; a conservative guess (a GPU's element-wise
-# passes over the materialised matrices are fast up to its memory), to be replaced by a
-# measurement.
-SPEED_CROSSOVER: dict[str, int] = {"cpu": 1024 * 1024, "cuda": 16384 * 16384}
+# from B = 512 (A·N = 1024²) on. ``cuda``: never by speed, only by memory. Measured on an NVIDIA
+# H200 (torch 2.11, float32, d = 128, fwd + bwd, CUDA events; ``benchmarks/bench_gpu.py``),
+# materialised / tiled = 0.39 (B = 512), 0.39 (1024), 0.46 (2048), 0.22 (4096), 0.28 (8192), 0.35
+# (16 384) for SimCLR and 0.25–0.47 for hard + debiased: wherever the (A, N) matrices fit, the
+# materialised engine is 2–4.5x faster (the tiled engine's per-tile element-wise passes cost
+# 4.3x the matmul floor at B = 65 536; ``compile_tiles=True`` fuses them: 1.6–1.9x faster at
+# B = 32 768).
+SPEED_CROSSOVER: dict[str, int] = {"cpu": 1024 * 1024, "cuda": 1 << 62}
 
 # K-subsampled negatives (Subsample(K) over Uniform / Hard): the gathered engine (only the A·K
 # drawn logits, hardneg.tiled.gathered) when GATHER_CROSSOVER[device type] · K ≤ N, per device
@@ -60,7 +64,8 @@ def speed_tile(kind: str, num_anchors: int, num_candidates: int) -> int:
     """The tile side when tiling for speed: on a CPU 512 up to 4096 rows or columns (at B = 1024 a
     fwd + bwd took 0.48 of the materialised time with tiles of 512 against 0.62 with 1024: more
     tile pairs share the symmetric saving), else 1024 (B = 4096: 0.37 with 1024, 0.39 with 512,
-    0.44 with 2048; larger tiles leave the caches); 4096 on a GPU (unmeasured)."""
+    0.44 with 2048; larger tiles leave the caches); 4096 on a GPU (where tiling happens for memory
+    only: :data:`SPEED_CROSSOVER`)."""
     if kind != "cpu":
         return 4096
     return 512 if max(num_anchors, num_candidates) <= 4096 else 1024
