@@ -40,12 +40,39 @@ __all__ = [
 
 
 def default_objective(tau_plus: float) -> Objective:
-    """InfoNCE for ``tau_plus == 0`` (exactly NT-Xent), else the debiased objective."""
+    """InfoNCE for ``tau_plus == 0`` (exactly NT-Xent), else the debiased objective.
+
+    Args:
+        tau_plus: the class prior τ⁺ ∈ [0, 1) of the debiased estimator.
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
+        Visual Representations", ICML 2020, eq. (1) (NT-Xent); Chuang, Robinson, Lin, Torralba
+        and Jegelka, "Debiased Contrastive Learning", NeurIPS 2020, §3 (the debiased objective).
+
+    Example:
+        >>> type(default_objective(0.0)).__name__, type(default_objective(0.1)).__name__
+        ('InfoNCE', 'Debiased')
+    """
     return InfoNCE() if tau_plus == 0 else Debiased(tau_plus)
 
 
 def resolve_objective(tau_plus: float, objective: Objective | None) -> Objective:
-    """The given objective, or :func:`default_objective` of ``tau_plus``; not both."""
+    """The given objective, or :func:`default_objective` of ``tau_plus``; not both.
+
+    Args:
+        tau_plus: the class prior τ⁺ (must be 0 when ``objective`` is given).
+        objective: an :class:`~hardneg.objectives.Objective`, or ``None``.
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
+        Visual Representations", ICML 2020, eq. (1) (NT-Xent); Chuang, Robinson, Lin, Torralba
+        and Jegelka, "Debiased Contrastive Learning", NeurIPS 2020, §3.
+
+    Example:
+        >>> type(resolve_objective(0.0, InfoNCE())).__name__, type(resolve_objective(0.2, None)).__name__
+        ('InfoNCE', 'Debiased')
+    """
     if objective is None:
         return default_objective(tau_plus)
     if tau_plus != 0:
@@ -73,6 +100,33 @@ def loss_from_scores(
     :class:`~hardneg.objectives.InfoNCE`; ``generator`` feeds random distributions (K-subsampling).
     Every anchor needs a valid negative: checked with a host read unless the layout established
     it (``Scores.nonempty``) or ``validate=False`` (:func:`~hardneg._validation.check_rows_nonempty`).
+
+    Args:
+        scores: the batch's :class:`Scores` (step 1).
+        negatives: the negative distribution (default uniform).
+        objective: the objective (default InfoNCE).
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        diagnostics: fill the :class:`~hardneg.reduction.LossOutput`'s diagnostics.
+        generator: the randomness of random distributions (K-subsampling), or ``None``.
+        validate: check that every anchor has a valid negative (one host read).
+
+    Shapes:
+        :class:`Scores` of (A, N) → a :class:`~hardneg.reduction.LossOutput` with per-anchor
+        losses (A,) and the loss reduced by ``reduction``.
+
+    References:
+        Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4) (InfoNCE); Robinson, Chuang, Sra
+        and Jegelka, "Contrastive Learning with Hard Negative Samples", ICLR 2021, §3, eq. (4)
+        (the weighted negative term); Chuang, Robinson, Lin, Torralba and Jegelka, "Debiased
+        Contrastive Learning", NeurIPS 2020, §3.
+
+    Example:
+        >>> a = torch.nn.functional.normalize(torch.randn(4, 3), dim=1)
+        >>> s = simclr_scores(a, a.flip(0), temperature=0.5)
+        >>> out = loss_from_scores(s, reduction="none")
+        >>> ref = -(s.positive - s.masked_logits().logsumexp(1).logaddexp(s.positive))  # NT-Xent
+        >>> out.per_anchor.shape, torch.allclose(out.per_anchor, ref, atol=1e-5)
+        (torch.Size([8]), True)
     """
     check_reduction(reduction)
     negatives = Uniform() if negatives is None else negatives
@@ -169,7 +223,35 @@ def contrastive_loss(
     ``details=True`` returns a :class:`~hardneg.reduction.LossOutput` (per-anchor losses and
     diagnostics), as :class:`~hardneg.ContrastiveLoss` does.
 
-    Shapes: ``z1``, ``z2`` (B, d) → scalar (or (2B,) with ``reduction="none"``).
+    Args:
+        z1: the first views.
+        z2: the second views, row-aligned with ``z1``.
+        temperature: t; logits are ``⟨v_i, v_j⟩ / t``.
+        tau_plus: the class prior τ⁺ ∈ [0, 1) of the debiased objective (0: InfoNCE).
+        negatives: the negative distribution (default uniform).
+        objective: the objective (then ``tau_plus`` must be 0).
+        normalize: L2-normalise the views first.
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        labels: optional integer labels shared by both views.
+        generator: the randomness of random distributions (K-subsampling), or ``None``.
+        details: return a :class:`~hardneg.reduction.LossOutput` instead of the loss.
+
+    Shapes:
+        ``z1``, ``z2`` (B, d); ``labels`` (B,) → scalar (or (2B,) with ``reduction="none"``).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
+        Visual Representations", ICML 2020, eq. (1) (NT-Xent); Chuang, Robinson, Lin, Torralba
+        and Jegelka, "Debiased Contrastive Learning", NeurIPS 2020, §3; Robinson, Chuang, Sra and
+        Jegelka, "Contrastive Learning with Hard Negative Samples", ICLR 2021, §3, eq. (4).
+
+    Example:
+        >>> from hardneg import negatives
+        >>> z1, z2 = torch.randn(8, 16), torch.randn(8, 16)
+        >>> contrastive_loss(z1, z2, tau_plus=0.1, negatives=negatives.Hard(beta=1.0)).shape
+        torch.Size([])
+        >>> contrastive_loss(z1, z2, reduction="none").shape
+        torch.Size([16])
     """
     out = _two_view_loss(
         z1, z2, temperature=temperature, tau_plus=tau_plus, negatives=negatives, objective=objective,
@@ -193,7 +275,37 @@ def contrastive_loss_detailed(
     generator: torch.Generator | None = None,
 ) -> LossOutput:
     """Deprecated (removed in 0.3): ``contrastive_loss(..., details=True)``, the name
-    :class:`~hardneg.ContrastiveLoss` uses. ``diagnostics=False`` leaves the diagnostics empty."""
+    :class:`~hardneg.ContrastiveLoss` uses. ``diagnostics=False`` leaves the diagnostics empty.
+
+    Args:
+        z1: the first views.
+        z2: the second views, row-aligned with ``z1``.
+        temperature: as :func:`contrastive_loss`.
+        tau_plus: as :func:`contrastive_loss`.
+        negatives: as :func:`contrastive_loss`.
+        objective: as :func:`contrastive_loss`.
+        normalize: as :func:`contrastive_loss`.
+        reduction: as :func:`contrastive_loss`.
+        labels: as :func:`contrastive_loss`.
+        diagnostics: fill the diagnostics (default ``True``).
+        generator: as :func:`contrastive_loss`.
+
+    Shapes:
+        ``z1``, ``z2`` (B, d) → a :class:`~hardneg.reduction.LossOutput` with per-anchor losses (2B,).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
+        Visual Representations", ICML 2020, eq. (1) (NT-Xent); Chuang, Robinson, Lin, Torralba
+        and Jegelka, "Debiased Contrastive Learning", NeurIPS 2020, §3.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     out = contrastive_loss_detailed(torch.randn(4, 3), torch.randn(4, 3))
+        >>> caught[0].category.__name__, out.per_anchor.shape
+        ('DeprecationWarning', torch.Size([8]))
+    """
     warnings.warn(
         "hardneg.functional.contrastive_loss_detailed is deprecated; use "
         "contrastive_loss(..., details=True) — removed in 0.3",

@@ -1,26 +1,13 @@
 """``ContrastiveLoss``: the public ``nn.Module`` (scores → negatives → objective → reduction).
 
->>> import torch
->>> from hardneg import ContrastiveLoss, negatives
->>> loss_fn = ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=negatives.Hard(beta=1.0))
->>> z1, z2 = torch.randn(16, 32), torch.randn(16, 32)
->>> loss = loss_fn(z1, z2)                     # two views, (B, d) each -> scalar
->>> out = loss_fn(z1, z2, details=True)        # per-anchor losses and diagnostics
->>> out.per_anchor.shape, sorted(out.diagnostics)[:3]
-(torch.Size([32]), ['clamp_fraction', 'ess', 'ess_fraction'])
-
-One method per layout of the scores, each returning the loss, or a :class:`LossOutput` with
-``details=True``: :meth:`ContrastiveLoss.forward` (SimCLR's two views), :meth:`~ContrastiveLoss.pair`
-(given positives, a separate candidate pool), :meth:`~ContrastiveLoss.multi_positive` (several
-positives per anchor); :meth:`~ContrastiveLoss.compute` on precomputed :class:`Scores` is the
-low-level entry. MoCo's queue is a wrapper that owns its enqueue, :class:`hardneg.queue.QueueLoss`.
-The class validates its settings into one :class:`~hardneg.loss_engines.PreparedLoss`, which
-:mod:`hardneg.loss_engines` hands to the materialised, tiled (``engine="tiled"``: every
-distribution that states its weights per tile, :mod:`hardneg.negatives.tiling`, with the
-row-reducible objectives InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet) or gathered
-engine (``engine="gathered"``: only the A·K logits of K-subsampled negatives). The 0.1 names
-(``detailed``, ``pair_forward``, ``pair_detailed``, ``multi_positive_detailed``,
-``queue_forward``, ``queue_detailed``) warn and are removed in 0.3 (:mod:`hardneg._loss_aliases`).
+One method per layout of the scores (docs/loss_api.md), each returning the loss, or a
+:class:`LossOutput` with ``details=True``: :meth:`ContrastiveLoss.forward` (SimCLR's two views),
+:meth:`~ContrastiveLoss.pair` (given positives, a separate candidate pool),
+:meth:`~ContrastiveLoss.multi_positive` (several positives per anchor) and, the low-level entry,
+:meth:`~ContrastiveLoss.compute` on precomputed :class:`Scores`; MoCo's queue is a wrapper,
+:class:`hardneg.queue.QueueLoss`. The settings become one :class:`~hardneg.loss_engines.PreparedLoss`,
+which :mod:`hardneg.loss_engines` hands to the materialised, tiled or gathered engine. The 0.1 names
+(``detailed``, ``pair_forward``, …) warn and are removed in 0.3 (:mod:`hardneg._loss_aliases`).
 """
 
 from __future__ import annotations
@@ -58,16 +45,15 @@ _SETTINGS = frozenset(PreparedLoss.__dataclass_fields__)  # assigning one re-pre
 
 
 class ContrastiveLoss(DeprecatedAliases, nn.Module):
-    """Contrastive loss with a controllable negative distribution (example: the module docstring).
+    """Contrastive loss with a controllable negative distribution.
 
     ``ContrastiveLoss(temperature=0.5)`` is SimCLR's NT-Xent; ``tau_plus > 0`` is the debiased
     loss (Chuang et al., NeurIPS 2020); ``negatives=Hard(beta)`` with ``tau_plus`` is the hard-negative
     objective of Robinson et al. (ICLR 2021), eq. (4).
 
-    K-subsampling and collision-free negatives are wrapped around ``negatives`` here and only
-    here (:class:`~hardneg.negatives.CollisionFree` inside :class:`~hardneg.negatives.Subsample`).
-    Every call accepts ``generator=``: the only source of randomness of random distributions
-    (K-subsampling), so a training loop that passes a per-step generator is reproducible.
+    K-subsampling and collision-free negatives are wrapped around ``negatives`` here and only here
+    (:class:`~hardneg.negatives.CollisionFree` inside :class:`~hardneg.negatives.Subsample`). Every
+    call takes ``generator=``, the only randomness (K-subsampling): a per-step generator reproduces.
 
     Args:
         temperature: t ∈ [1e-4, 1e4]; logits are ``⟨a, c⟩ / t``.
@@ -85,34 +71,48 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
         collision_free: drop candidates sharing the anchor's label (oracle negatives, wraps in
             :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
             ``labels`` in every call.
-        memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, about B = 8000 in
-            SimCLR's layout). Beyond it the tiled engine computes the loss (:mod:`hardneg.tiled`:
-            memory O((A + N)·d + tile²), the same values and gradients; tile side derived from
-            the budget; ``0`` always tiles) for every distribution that states its weights per
-            tile (``tile_weights()``, :mod:`hardneg.negatives.tiling`: Uniform, Hard, OT, inside
-            CollisionFree/Subsample) with the row-reducible objectives; others raise, saying why.
+        memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, ~B = 8000 in SimCLR's
+            layout); beyond it the tiled engine (:mod:`hardneg.tiled`: memory O((A + N)·d + tile²), the
+            same values and gradients; ``0`` always tiles) for the distributions stating per-tile weights
+            (:mod:`hardneg.negatives.tiling`: Uniform, Hard, OT) with the row-reducible objectives
+            (InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet); others raise, saying why.
         tile_size: override the tile side derived from ``memory_budget``.
-        compile_tiles: fuse the tiled engine's element-wise work per tile with ``torch.compile``
-            (:mod:`hardneg.tiled.compiled`; the first call compiles for tens of seconds, a C++
-            compiler is needed on a CPU). Off by default: no consistent speed-up on a 2-core CPU.
-        gather_distributed: when a ``torch.distributed`` process group with more than one
-            process is active, use the candidates of all ranks (with gradients) in every layout
-            and engine; the reduction is over this rank's anchors, so that DDP's gradient
-            averaging gives exactly the single-process gradient with ``reduction="mean"``
-            (:mod:`hardneg.distributed`). Off by default (since 0.2; as in lightly and
-            sentence-transformers): embeddings already gathered must not be gathered twice.
+        compile_tiles: fuse the tiled engine's per-tile work with ``torch.compile`` (the first call
+            compiles for tens of seconds; a C++ compiler on a CPU). Off: no consistent CPU speed-up.
+        gather_distributed: under a ``torch.distributed`` group of several processes, use the
+            candidates of all ranks (with gradients); the reduction is over this rank's anchors, so
+            DDP's averaging gives the single-process gradient with ``reduction="mean"``. Off by
+            default (since 0.2): gathered embeddings must not be gathered twice (docs/loss_api.md).
         process_group: the ``torch.distributed`` group to gather over (``None``: the default).
-        engine: ``"auto"`` (default): the faster engine within ``memory_budget`` — tiled beyond
-            the budget and, for a tilt the distribution states itself (Uniform, Hard), from a
-            measured speed crossover on (on a CPU from B = 512 in SimCLR's layout); gathered for
-            K-subsampled negatives with ``8·K ≤ N``; ``"materialised"`` (``ValueError`` beyond the
-            budget), ``"tiled"`` or ``"gathered"`` to force one. :meth:`engine_for` says which.
-        validate: check the inputs' values (finite embeddings, no empty row of ``mask``, the logit
-            range of unnormalised embeddings, a valid negative for every anchor) in one boolean
-            reduction read back once per call (inside ``torch.compile``: one
-            ``torch._assert_async``). ``False``, the production switch: no check and no host read
-            (NaN/Inf inputs give a NaN loss; norms beyond ~1e19 or below ~1e-19 in float32 are not
-            rescaled before normalising). Shape, dtype and device checks are always made.
+        engine: ``"auto"`` (default): the faster engine within ``memory_budget`` — tiled beyond it
+            and, for Uniform and Hard, from a measured speed crossover on (CPU: B = 512 in SimCLR's
+            layout); gathered for K-subsampled negatives with ``8·K ≤ N``; ``"materialised"``
+            (``ValueError`` beyond the budget), ``"tiled"``, ``"gathered"`` force one (:meth:`engine_for`).
+        validate: check the values (finite embeddings, no empty row of ``mask``, the logit range of
+            unnormalised embeddings, a negative for every anchor) in one host read per call.
+            ``False``, the production switch: no check, no host read (NaN inputs give a NaN loss;
+            docs/loss_api.md, "Validation"). Shape, dtype and device checks are always made.
+
+    Shapes:
+        ``forward``: ``z1``, ``z2`` (B, d), ``labels`` (B,) → scalar, (2B,) with ``reduction="none"``;
+        ``pair``: anchors, positives (A, d), candidates (N, d), ``mask`` (A, N) → scalar or (A,);
+        ``multi_positive``: anchors (A, d), candidates (N, d), masks (A, N) → scalar or (A,).
+
+    References:
+        Chen et al., "A Simple Framework for Contrastive Learning of Visual Representations", ICML
+        2020, eq. (1) (NT-Xent); Chuang et al., "Debiased Contrastive Learning", NeurIPS 2020, §3;
+        Robinson et al., "Contrastive Learning with Hard Negative Samples", ICLR 2021, eq. (4); tiled
+        engine: Milakov & Gimelshein, arXiv:1805.02867, 2018 (online softmax normaliser).
+
+    Example:
+        >>> from hardneg import negatives
+        >>> loss_fn = ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=negatives.Hard(beta=1.0))
+        >>> z1, z2 = torch.randn(16, 32), torch.randn(16, 32)
+        >>> loss_fn(z1, z2).shape                           # two views, (B, d) each -> scalar
+        torch.Size([])
+        >>> out = loss_fn(z1, z2, details=True)             # per-anchor losses and diagnostics
+        >>> out.per_anchor.shape, sorted(out.diagnostics)[:3]
+        (torch.Size([32]), ['clamp_fraction', 'ess', 'ess_fraction'])
     """
 
     def __init__(

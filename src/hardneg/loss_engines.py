@@ -63,6 +63,23 @@ def full_precision(like: Tensor) -> contextlib.AbstractContextManager[object]:
     would carry a 1e-2 error at t = 0.1. The embeddings are upcast to float32 by
     :func:`~hardneg.scores.compute_dtype` and every operation of the loss, in every engine, runs in
     float32; the gradient flows back to the half-precision embeddings as usual.
+
+    Args:
+        like: a tensor on the device whose autocast state is switched off (the embeddings).
+
+    Shapes:
+        ``like``: any shape; only its device is read.
+
+    References:
+        Micikevicius et al., "Mixed Precision Training", ICLR 2018, §3.3 (reductions and
+        exponentials kept in float32); fp16's 10-bit mantissa (IEEE 754-2008) gives the 1e-2 error.
+
+    Example:
+        >>> z = torch.randn(2, 3)
+        >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+        ...     with full_precision(z):
+        ...         (z @ z.T).dtype
+        torch.float32
     """
     device = like.device.type if isinstance(like, Tensor) else None  # a bad input: validated later
     if device is not None and torch.is_autocast_enabled(device):
@@ -74,11 +91,39 @@ def full_precision(like: Tensor) -> contextlib.AbstractContextManager[object]:
 class PreparedLoss:
     """A loss's settings as the engines read them, validated once by :class:`~hardneg.ContrastiveLoss`.
 
-    Args: as :class:`~hardneg.ContrastiveLoss` — ``temperature`` t, ``normalize``, ``reduction``,
-    ``negatives`` (already wrapped in ``CollisionFree`` / ``Subsample`` as asked), ``objective``
-    (resolved from ``tau_plus``), ``validate``, ``engine``, ``memory_budget``, ``tile_size``,
-    ``compile_tiles``, ``collision_free`` (labels are required), ``gather_distributed`` and
-    ``process_group``.
+    The settings mean what :class:`~hardneg.ContrastiveLoss`'s arguments of the same names mean.
+
+    Args:
+        temperature: t; logits are ``⟨a, c⟩ / t``.
+        normalize: L2-normalise the embeddings first.
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        negatives: the distribution, already wrapped in ``CollisionFree`` / ``Subsample`` as asked.
+        objective: the objective, already resolved from ``tau_plus``.
+        validate: check the inputs' values in one host read per call.
+        engine: ``"auto"``, ``"materialised"``, ``"tiled"`` or ``"gathered"``.
+        memory_budget: bytes the (A, N) score matrices may take.
+        tile_size: the tile side, or ``None`` to derive it from ``memory_budget``.
+        compile_tiles: fuse the tiled engine's per-tile work with ``torch.compile``.
+        collision_free: labels are required in every call.
+        gather_distributed: gather the candidates of all ranks when a process group is active.
+        process_group: the ``torch.distributed`` group (``None``: the default one).
+
+    Shapes:
+        :meth:`scores` takes ``z1``, ``z2`` (B, d) and ``labels`` (B,) → :class:`Scores` of
+        (2B, 2B); :meth:`compute` takes :class:`Scores` of (A, N) → per-anchor losses (A,).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
+        Visual Representations", ICML 2020, eq. (1) (NT-Xent, the default settings); Robinson,
+        Chuang, Sra and Jegelka, ICLR 2021, eq. (4) (hard negatives with ``tau_plus``).
+
+    Example:
+        >>> from hardneg import ContrastiveLoss
+        >>> p = ContrastiveLoss(temperature=0.5).prepared
+        >>> p.temperature, p.reduction, type(p.objective).__name__
+        (0.5, 'mean', 'InfoNCE')
+        >>> p.compute(p.scores(torch.randn(4, 3), torch.randn(4, 3))).per_anchor.shape
+        torch.Size([8])
     """
 
     temperature: float
@@ -232,7 +277,32 @@ def two_view_loss(
 ) -> LossOutput:
     """SimCLR's layout (Chen et al., ICML 2020): 2B views, each view's partner its positive, the
     other 2B − 2 views (of all ranks when gathering) its candidates; materialised, tiled or
-    gathered as :meth:`PreparedLoss.engine_for` chooses. Shapes: ``z1``, ``z2`` (B, d)."""
+    gathered as :meth:`PreparedLoss.engine_for` chooses.
+
+    Args:
+        p: the prepared settings (:attr:`hardneg.ContrastiveLoss.prepared`).
+        z1: the first views.
+        z2: the second views, row-aligned with ``z1``.
+        labels: optional integer labels shared by both views (``< 0``: unknown).
+        generator: the randomness of random distributions (K-subsampling), or ``None``.
+        diagnostics: fill the :class:`~hardneg.reduction.LossOutput`'s diagnostics.
+
+    Shapes:
+        ``z1``, ``z2`` (B, d); ``labels`` (B,) → a :class:`~hardneg.reduction.LossOutput` with
+        per-anchor losses (2B,) and the loss reduced by ``p.reduction``.
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1) and Algorithm 1 (NT-Xent over 2B
+        views); tiled engine: the online softmax normaliser of Milakov and Gimelshein,
+        arXiv:1805.02867, 2018, Algorithm 3.
+
+    Example:
+        >>> from hardneg import ContrastiveLoss
+        >>> p = ContrastiveLoss(temperature=0.5).prepared
+        >>> out = two_view_loss(p, torch.randn(4, 3), torch.randn(4, 3), None, None, diagnostics=False)
+        >>> out.loss.shape, out.per_anchor.shape
+        (torch.Size([]), torch.Size([8]))
+    """
     p.check_labels_given(labels)
     b = check_two_views(z1, z2, check_finite=False)  # finiteness: in the one host read
     gathered = p.gathers()
@@ -298,8 +368,39 @@ def pair_loss(
 ) -> LossOutput:
     """The pair layout (:func:`~hardneg.scores.pair_scores`), materialised, tiled or gathered as
     :meth:`PreparedLoss.engine_for` chooses; with ``gather`` (and ``gather_distributed``) the
-    candidates, their labels and the mask are gathered. Shapes: anchors, positives (A, d);
-    candidates (N, d); ``mask`` (A, N) bool; labels (A,), (N,)."""
+    candidates, their labels and the mask are gathered.
+
+    Args:
+        p: the prepared settings (:attr:`hardneg.ContrastiveLoss.prepared`).
+        anchors: the anchors.
+        positives: each anchor's positive, row-aligned.
+        candidates: the candidate pool (the negatives where ``mask`` allows).
+        mask: optional bool mask, True = valid negative (default: all valid).
+        anchor_labels: optional integer labels of the anchors.
+        candidate_labels: optional integer labels of the candidates.
+        generator: the randomness of random distributions (K-subsampling), or ``None``.
+        diagnostics: fill the :class:`~hardneg.reduction.LossOutput`'s diagnostics.
+        gather: gather the candidates across ranks when ``p.gather_distributed`` (``False``: a
+            pool already shared by every rank, as MoCo's queue).
+
+    Shapes:
+        ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); ``mask`` (A, N) bool; labels (A,)
+        and (N,) → a :class:`~hardneg.reduction.LossOutput` with per-anchor losses (A,).
+
+    References:
+        Oord, Li and Vinyals, "Representation Learning with Contrastive Predictive Coding",
+        arXiv:1807.03748, 2018, eq. (4) (InfoNCE over a candidate set); He et al., CVPR 2020,
+        eq. (1) (a queue of candidates).
+
+    Example:
+        >>> from hardneg import ContrastiveLoss
+        >>> p = ContrastiveLoss(temperature=0.5).prepared
+        >>> a, c = torch.randn(3, 4), torch.randn(5, 4)
+        >>> out = pair_loss(p, a, a + 0.1, c, mask=None, anchor_labels=None, candidate_labels=None,
+        ...                 generator=None, diagnostics=False)
+        >>> out.per_anchor.shape
+        torch.Size([3])
+    """
     p.check_labels_given(anchor_labels, "anchor_labels")
     p.check_labels_given(candidate_labels, "candidate_labels")
     if gather and p.gathers() and isinstance(candidates, Tensor):
@@ -341,7 +442,36 @@ def multi_positive_loss(
 ) -> LossOutput:
     """Several positives per anchor among one candidate pool
     (:func:`~hardneg.scores.multi_positive_scores`), materialised; with ``gather_distributed`` the
-    candidates of all ranks. Shapes: anchors (A, d), candidates (N, d), masks (A, N) bool."""
+    candidates of all ranks.
+
+    Args:
+        p: the prepared settings (:attr:`hardneg.ContrastiveLoss.prepared`).
+        anchors: the anchors.
+        candidates: the candidate pool.
+        positive_mask: True where a candidate is one of the anchor's positives (≥ 1 per row).
+        exclude: optional bool mask of candidates that are neither positive nor negative.
+        generator: the randomness of random distributions (K-subsampling), or ``None``.
+        diagnostics: fill the :class:`~hardneg.reduction.LossOutput`'s diagnostics.
+
+    Shapes:
+        ``anchors`` (A, d), ``candidates`` (N, d), ``positive_mask`` and ``exclude`` (A, N) bool →
+        a :class:`~hardneg.reduction.LossOutput` with per-anchor losses (A,).
+
+    References:
+        Robinson, Chuang, Sra and Jegelka, ICLR 2021, §3 (the estimator with M positives);
+        Logeswaran and Lee, "An efficient framework for learning sentence representations",
+        ICLR 2018 (quick-thoughts' neighbouring sentences as positives).
+
+    Example:
+        >>> from hardneg import ContrastiveLoss
+        >>> p = ContrastiveLoss(temperature=0.5).prepared
+        >>> x = torch.randn(4, 3)
+        >>> pos = torch.eye(4, dtype=torch.bool).roll(1, dims=1)
+        >>> out = multi_positive_loss(p, x, x, pos, exclude=torch.eye(4, dtype=torch.bool),
+        ...                           generator=None, diagnostics=False)
+        >>> out.per_anchor.shape
+        torch.Size([4])
+    """
     if p.collision_free:
         raise ValueError("collision_free needs labels; multi_positive takes none")
     if p.gathers() and isinstance(candidates, Tensor):

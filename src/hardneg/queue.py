@@ -60,6 +60,23 @@ class MemoryQueue(nn.Module):
         dim: key dimension d.
         with_labels: also store integer labels (for collision-free negatives and diagnostics).
         dtype: dtype of the stored keys (float32 by default; keys are cast on enqueue).
+
+    Shapes:
+        ``keys`` buffer (size, dim); ``labels`` buffer (size,) int64 (−1: unknown);
+        :meth:`enqueue` takes keys (B, dim) and labels (B,); :meth:`candidates` returns
+        (filled, dim) and :meth:`candidate_labels` (filled,).
+
+    References:
+        He, Fan, Wu, Xie and Girshick, "Momentum Contrast for Unsupervised Visual Representation
+        Learning", CVPR 2020, §3.2 (the dictionary as a queue) and Algorithm 1 (enqueue, dequeue);
+        Chen, Fan, Girshick and He, arXiv:2003.04297, 2020 (MoCo-v2: K = 65536).
+
+    Example:
+        >>> q = MemoryQueue(size=3, dim=2)
+        >>> q.enqueue(torch.ones(2, 2))
+        >>> q.enqueue(torch.zeros(2, 2))        # wraps around: the oldest key is overwritten
+        >>> len(q), q.candidates().shape, q.candidates().sum().item()
+        (3, torch.Size([3, 2]), 2.0)
     """
 
     keys: Tensor
@@ -162,6 +179,19 @@ class PairLoss(Protocol):
 
     A structural type, so that this module does not import :mod:`hardneg.loss` (whose deprecated
     ``queue_forward`` / ``queue_detailed`` delegate to :class:`QueueLoss`).
+
+    Shapes:
+        ``pair(anchors, positives, candidates)``: anchors and positives (A, d), candidates (N, d),
+        ``mask`` (A, N) bool, labels (A,) and (N,) → a scalar, (A,) with ``reduction="none"``,
+        or a :class:`~hardneg.reduction.LossOutput` with ``details=True``.
+
+    References:
+        PEP 544 (Levkivskyi, Lehtosalo and Langa, 2017): structural subtyping by protocols.
+
+    Example:
+        >>> from hardneg import ContrastiveLoss
+        >>> isinstance(ContrastiveLoss(), nn.Module), callable(getattr(ContrastiveLoss(), "pair"))
+        (True, True)
     """
 
     normalize: bool
@@ -201,6 +231,25 @@ class QueueLoss(nn.Module):
             ``gather_distributed``, negatives, objective and memory budget apply).
         queue: the :class:`MemoryQueue` of keys, already holding some (MoCo fills it with random
             unit vectors first).
+
+    Shapes:
+        ``q``, ``k`` (B, d) with d the queue's ``dim``; ``labels`` optional (B,) → a scalar (or
+        (B,) with ``reduction="none"``), a :class:`~hardneg.reduction.LossOutput` with
+        ``details=True``; the queue's (filled, d) keys are the candidates.
+
+    References:
+        He, Fan, Wu, Xie and Girshick, CVPR 2020, eq. (1) (InfoNCE over the queue) and Algorithm 1;
+        Chen, Fan, Girshick and He, arXiv:2003.04297, 2020 (MoCo-v2); Robinson, Chuang, Sra and
+        Jegelka, "Contrastive Learning with Hard Negative Samples", ICLR 2021, App. C.1.
+
+    Example:
+        >>> from hardneg import ContrastiveLoss
+        >>> queue = MemoryQueue(size=8, dim=4)
+        >>> queue.enqueue(torch.randn(4, 4))
+        >>> moco = QueueLoss(ContrastiveLoss(temperature=0.2), queue)
+        >>> out = moco(torch.randn(3, 4), torch.randn(3, 4), details=True)
+        >>> out.per_anchor.shape, len(queue)     # scored against 4 keys, then 3 enqueued
+        (torch.Size([3]), 7)
     """
 
     def __init__(self, loss: PairLoss, queue: MemoryQueue) -> None:
@@ -333,6 +382,20 @@ def momentum_update(online: nn.Module, target: nn.Module, m: float = 0.999) -> N
         online: the query encoder (θ_q), trained by back-propagation.
         target: the key encoder (θ_k), updated in place.
         m: momentum in [0, 1]; MoCo uses 0.999.
+
+    Shapes:
+        every parameter of ``target`` has the shape of the matching parameter of ``online``.
+
+    References:
+        He, Fan, Wu, Xie and Girshick, "Momentum Contrast for Unsupervised Visual Representation
+        Learning", CVPR 2020, §3.2, eq. (2) (momentum update, m = 0.999).
+
+    Example:
+        >>> online, target = nn.Linear(2, 1, bias=False), nn.Linear(2, 1, bias=False)
+        >>> _ = online.weight.data.fill_(1.0), target.weight.data.fill_(0.0)
+        >>> momentum_update(online, target, m=0.9)
+        >>> [round(w, 4) for w in target.weight.data.flatten().tolist()]    # 0.9 · 0 + 0.1 · 1
+        [0.1, 0.1]
     """
     m = check_in_interval("m", m, low=0.0, high=1.0, closed_high=True)
     po, pt = list(online.parameters()), list(target.parameters())

@@ -21,7 +21,19 @@ def effective_sample_size(log_weights: Tensor) -> Tensor:
     Computed in the log domain, ``exp(2 lse_j ℓ_ij − lse_j 2ℓ_ij)``; entries at ``−inf`` are
     absent. Uniform weights over ``N_i`` valid candidates give ``N_i``; one weight gives 1.
 
-    Shapes: (A, N) → (A,).
+    Args:
+        log_weights: each anchor's log-weights over its candidates (``−inf``: absent).
+
+    Shapes:
+        ``log_weights`` (A, N) → (A,).
+
+    References:
+        Kish, *Survey Sampling*, Wiley, 1965 (the effective sample size ``(Σ w)² / Σ w²``).
+
+    Example:
+        >>> lw = torch.tensor([[0.0, 0.0, 0.0, float("-inf")], [0.0, -1e4, -1e4, -1e4]])
+        >>> [round(v, 4) for v in effective_sample_size(lw).tolist()]
+        [3.0, 1.0]
     """
     return torch.exp(2 * torch.logsumexp(log_weights, dim=1) - torch.logsumexp(2 * log_weights, dim=1))
 
@@ -54,6 +66,26 @@ def negative_diagnostics(weighted: WeightedScores) -> dict[str, float]:
     negatives, unweighted) and ``neg_cosine_weighted`` (weighted by the negative distribution)
     and, with labels, ``collision_rate`` / ``collision_rate_weighted`` (fraction of negatives
     sharing the anchor's *known* label; Ash et al., AISTATS 2022, §4).
+
+    Args:
+        weighted: the :class:`~hardneg.negatives.WeightedScores` the objective used.
+
+    Shapes:
+        the weighted scores are (A, N); returns a dict of Python floats (batch means).
+
+    References:
+        Kish, *Survey Sampling*, Wiley, 1965 (ESS); Ash, Goel, Krishnamurthy and Misra,
+        "Investigating the Role of Negatives in Contrastive Representation Learning", AISTATS 2022,
+        §4 (collision rates); Robinson, Chuang, Sra and Jegelka, ICLR 2021, §3 (the hardness
+        weighting whose cosines ``neg_cosine_weighted`` reports).
+
+    Example:
+        >>> from hardneg import negatives, simclr_scores
+        >>> scores = simclr_scores(torch.randn(4, 3), torch.randn(4, 3), temperature=0.5)
+        >>> uniform = negatives.Uniform()
+        >>> d = negative_diagnostics(uniform.weigh(uniform.prepare(scores)))
+        >>> d["num_negatives"], round(d["ess"], 4), round(d["ess_fraction"], 4)
+        (6.0, 6.0, 1.0)
     """
     scores = weighted.scores
     pos_cos, neg_cos = _cosines(scores)

@@ -10,14 +10,49 @@ REDUCTIONS = ("mean", "sum", "none")
 
 
 def check_reduction(reduction: str) -> str:
-    """Return ``reduction`` if it is one of :data:`REDUCTIONS`, else raise ``ValueError``."""
+    """Return ``reduction`` if it is one of :data:`REDUCTIONS`, else raise ``ValueError``.
+
+    Args:
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+
+    References:
+        Paszke et al., "PyTorch: An Imperative Style, High-Performance Deep Learning Library",
+        NeurIPS 2019 (the ``reduction="mean" | "sum" | "none"`` convention of its losses).
+
+    Example:
+        >>> check_reduction("sum")
+        'sum'
+        >>> check_reduction("max")
+        Traceback (most recent call last):
+        ...
+        ValueError: reduction must be one of ('mean', 'sum', 'none'), got 'max'
+    """
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     return reduction
 
 
 def reduce(per_anchor: Tensor, reduction: str) -> Tensor:
-    """Reduce per-anchor losses (A,) with ``"mean"``, ``"sum"`` or ``"none"``."""
+    """Reduce per-anchor losses (A,) with ``"mean"``, ``"sum"`` or ``"none"``.
+
+    Args:
+        per_anchor: the per-anchor losses.
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+
+    Shapes:
+        ``per_anchor`` (A,) → a scalar, or (A,) with ``"none"``.
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, Algorithm 1 (the loss as the mean over the
+        2N anchors); Paszke et al., "PyTorch: An Imperative Style, High-Performance Deep Learning Library",
+        NeurIPS 2019 (the ``reduction="mean" | "sum" | "none"`` convention of its losses).
+
+    Example:
+        >>> import torch
+        >>> x = torch.tensor([1.0, 2.0, 3.0])
+        >>> reduce(x, "mean").item(), reduce(x, "sum").item(), reduce(x, "none").shape
+        (2.0, 6.0, torch.Size([3]))
+    """
     check_reduction(reduction)
     if reduction == "mean":
         return per_anchor.mean()

@@ -27,7 +27,33 @@ from hardneg.scores.value import Scores
 @dataclass(frozen=True)
 class PreparedPair:
     """Inputs of the pair layout after checks: embeddings in the compute dtype (normalised when
-    asked), their detached norms, the optional (A, N) mask, labels and the temperature."""
+    asked), their detached norms, the optional (A, N) mask, labels and the temperature.
+
+    Args:
+        anchors: the anchors, in the compute dtype (normalised when asked).
+        positives: each anchor's positive, row-aligned.
+        candidates: the candidate pool.
+        anchor_norms: the norms of ``anchors`` as stored here (1 when normalised; detached).
+        positive_norms: the positives' norms (detached).
+        candidate_norms: the candidates' norms (detached).
+        mask: optional bool mask, True = valid negative.
+        anchor_labels: optional integer labels of the anchors.
+        candidate_labels: optional integer labels of the candidates.
+        temperature: the checked temperature t.
+
+    Shapes:
+        ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); norms (A,), (A,), (N,);
+        ``mask`` (A, N) bool; labels (A,), (N,).
+
+    References:
+        Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4) (InfoNCE over a candidate set);
+        He, Fan, Wu, Xie and Girshick, CVPR 2020, eq. (1) (a queue of candidates).
+
+    Example:
+        >>> pp = prepare_pair(torch.ones(2, 3), torch.ones(2, 3), torch.ones(4, 3), temperature=0.5)
+        >>> type(pp).__name__, pp.candidates.shape, [round(v, 4) for v in pp.anchor_norms.tolist()]
+        ('PreparedPair', torch.Size([4, 3]), [1.0, 1.0])
+    """
 
     anchors: Tensor
     positives: Tensor
@@ -59,6 +85,18 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
     Half-precision logits lose ~3 significant digits, which at small temperatures makes the
     log-sum-exp meaningless; the (n, d) embeddings are upcast once, before the matmul.
+
+    Args:
+        dtype: the embeddings' dtype.
+
+    References:
+        Micikevicius et al., "Mixed Precision Training", ICLR 2018, §3.3 (reductions and
+        exponentials in float32); Kalamkar et al., "A Study of BFLOAT16 for Deep Learning
+        Training", arXiv:1905.12322, 2019 (bfloat16's 8-bit significand).
+
+    Example:
+        >>> compute_dtype(torch.bfloat16), compute_dtype(torch.float64)
+        (torch.float32, torch.float64)
     """
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
@@ -265,7 +303,24 @@ def check_two_views(z1: Tensor, z2: Tensor, *, check_finite: bool = True) -> int
     """Check two row-aligned views (floating (B, d), same shape and device, finite); return B.
 
     ``check_finite=False`` leaves the finiteness to the caller (:func:`simclr_scores` folds it
-    into its one host read)."""
+    into its one host read).
+
+    Args:
+        z1: the first views.
+        z2: the second views, row-aligned with ``z1``.
+        check_finite: also check that every entry is finite (one host read each).
+
+    Shapes:
+        ``z1``, ``z2`` (B, d) → B (int).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
+        Visual Representations", ICML 2020, eq. (1) and Algorithm 1 (two augmented views per input).
+
+    Example:
+        >>> check_two_views(torch.zeros(4, 3), torch.zeros(4, 3))
+        4
+    """
     check_embeddings("z1", z1, check_finite=False)
     check_embeddings("z2", z2, check_finite=False)
     if z1.shape != z2.shape:
@@ -302,6 +357,24 @@ def simclr_scores(
     One (2B × d)·(d × 2B) matmul; the positive logits are row dot products (O(B·d)).
     The data-dependent checks (finite inputs, the logit range of unnormalised inputs) take one
     host read; ``validate=False`` skips them (no host read; see :func:`_prepare_many`).
+
+    Args:
+        z1: the first views.
+        z2: the second views, row-aligned with ``z1``.
+        temperature: t; logits are ``⟨v_i, v_j⟩ / t``.
+        normalize: L2-normalise the views first (cosine similarities).
+        labels: optional integer labels shared by both views (``< 0``: unknown).
+        validate: make the data-dependent checks (one host read).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
+        Visual Representations", ICML 2020, eq. (1) and Algorithm 1 (NT-Xent over 2B
+        views); Robinson, Chuang, Sra and Jegelka, ICLR 2021, §3 and App. D.
+
+    Example:
+        >>> s = simclr_scores(torch.randn(3, 4), torch.randn(3, 4), temperature=0.5)
+        >>> s.logits.shape, s.mask.sum(dim=1).tolist()
+        (torch.Size([6, 6]), [4, 4, 4, 4, 4, 4])
     """
     t = check_temperature(temperature)
     b = check_two_views(z1, z2, check_finite=False)
@@ -373,6 +446,27 @@ def prepare_pair(
 
     Mixed floating dtypes are promoted to the widest one (as :func:`torch.cat` does in
     :func:`simclr_scores`); half precision is computed in float32 (:func:`compute_dtype`).
+
+    Args:
+        anchors: the anchors.
+        positives: each anchor's positive, row-aligned.
+        candidates: the candidate pool.
+        temperature: t; logits are ``⟨a, c⟩ / t``.
+        mask: optional bool mask, True = valid negative.
+        normalize: L2-normalise the embeddings first.
+        anchor_labels: optional integer labels of the anchors.
+        candidate_labels: optional integer labels of the candidates.
+        validate: make the data-dependent checks (one host read).
+        report: the ``(name, tensor)`` pairs an error names (default: the inputs).
+
+    References:
+        Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4); He, Fan, Wu, Xie and Girshick,
+        CVPR 2020, eq. (1) (a queue of candidates).
+
+    Example:
+        >>> pp = prepare_pair(torch.randn(2, 3), torch.randn(2, 3), torch.randn(5, 3), temperature=0.5)
+        >>> pp.anchors.shape, pp.mask is None, pp.temperature
+        (torch.Size([2, 3]), True, 0.5)
     """
     t = check_temperature(temperature)
     check_embeddings("anchors", anchors, check_finite=False)
@@ -457,6 +551,28 @@ def pair_scores(
 
     Mixed floating dtypes are promoted to the widest one (as :func:`torch.cat` does in
     :func:`simclr_scores`); half precision is computed in float32 (:func:`compute_dtype`).
+
+    Args:
+        anchors: the anchors.
+        positives: each anchor's positive, row-aligned.
+        candidates: the candidate pool.
+        temperature: t; logits are ``⟨a, c⟩ / t``.
+        mask: optional bool mask, True = valid negative.
+        normalize: L2-normalise the embeddings first.
+        anchor_labels: optional integer labels of the anchors.
+        candidate_labels: optional integer labels of the candidates.
+        validate: make the data-dependent checks (one host read).
+
+    References:
+        Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4) (InfoNCE over a candidate set);
+        He, Fan, Wu, Xie and Girshick, CVPR 2020, eq. (1); Robinson, Chuang, Sra and Jegelka,
+        ICLR 2021, App. C.1.
+
+    Example:
+        >>> a, mask = torch.eye(2), torch.tensor([[False, True], [True, True]])
+        >>> s = pair_scores(a, a, torch.eye(2), temperature=0.5, mask=mask)
+        >>> s.positive.tolist(), s.logits.tolist(), s.mask.sum(dim=1).tolist()
+        ([2.0, 2.0], [[2.0, 0.0], [0.0, 2.0]], [1, 2])
     """
     pp = prepare_pair(
         anchors,

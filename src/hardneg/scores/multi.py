@@ -47,11 +47,26 @@ def multi_positive_scores(
 ) -> Scores:
     """:class:`~hardneg.scores.Scores` with ``M_i ≥ 1`` positives per anchor among the candidates.
 
-    Shapes: ``anchors`` (A, d), ``candidates`` (N, d), ``positive_mask`` (A, N) bool with at least
-    one True per row, ``exclude`` optional (A, N) bool (neither positive nor negative). The
-    negatives' mask is ``¬positive_mask ∧ ¬exclude``.
+    The negatives' mask is ``¬positive_mask ∧ ¬exclude``.
 
-    >>> a, c = torch.eye(3), torch.eye(3)
+    Args:
+        anchors: the anchors.
+        candidates: the candidate pool.
+        positive_mask: True where a candidate is one of the anchor's positives (≥ 1 per row).
+        temperature: t; logits are ``⟨a, c⟩ / t``.
+        exclude: optional mask of candidates that are neither positive nor negative.
+        normalize: L2-normalise the embeddings first.
+
+    Shapes:
+        ``anchors`` (A, d), ``candidates`` (N, d), ``positive_mask`` and ``exclude`` (A, N) bool →
+        :class:`~hardneg.scores.Scores` of (A, N) with ``positive`` (A,) = ``log Σ_m e^{s⁺_im}``.
+
+    References:
+        Robinson, Chuang, Sra and Jegelka, ICLR 2021, §3 and Fig. 13 (M positives); Logeswaran and
+        Lee, "An efficient framework for learning sentence representations", ICLR 2018, §3.
+
+    Example:
+        >>> a, c = torch.eye(3), torch.eye(3)
     >>> p = torch.tensor([[False, True, True], [True, False, False], [False, True, False]])
     >>> s = multi_positive_scores(a, c, p, temperature=1.0, exclude=torch.eye(3, dtype=torch.bool))
     >>> s.positive_count().tolist(), s.mask.sum(1).tolist()

@@ -19,6 +19,20 @@ __all__ = ["Scores", "count_valid", "same_label"]
 class Scores:
     """Logits and validity mask for one batch.
 
+    Args:
+        positive: the positive logits ``s⁺_i``.
+        logits: the candidate logits ``s_ij``.
+        mask: True where ``c_j`` is a valid negative for ``a_i``.
+        temperature: the ``t`` the logits were divided by.
+        anchor_norms: the anchors' norms (detached; cosine diagnostics).
+        positive_norms: the positives' norms (detached).
+        candidate_norms: the candidates' norms (detached).
+        anchor_labels: optional integer labels of the anchors (``< 0``: unknown).
+        candidate_labels: optional integer labels of the candidates.
+        positive_mask: optional mask of each anchor's several positives (see Shapes).
+        valid_counts: optional cached row counts of ``mask`` (int32).
+        nonempty: every anchor is known to have a valid negative (see below).
+
     Shapes:
         - ``positive``: (A,) positive logits ``s⁺_i``.
         - ``logits``: (A, N) candidate logits ``s_ij``.
@@ -36,6 +50,19 @@ class Scores:
     ``temperature`` is the ``t`` the logits were divided by. ``nonempty``: the layout has already
     established that every anchor has a valid negative (statically, or in its one host read), so
     the engine need not read the counts back; a new mask (:meth:`with_mask`) clears it.
+
+    References:
+        Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4) (InfoNCE: one positive among
+        candidates); Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
+        Visual Representations", ICML 2020, eq. (1) and Algorithm 1 (logits ``⟨a, c⟩ / t``);
+        Robinson, Chuang, Sra and Jegelka, ICLR 2021, §3 (the estimator with M positives).
+
+    Example:
+        >>> ones = torch.ones
+        >>> s = Scores(positive=torch.zeros(2), logits=ones(2, 3), mask=ones(2, 3, dtype=torch.bool),
+        ...            temperature=0.5, anchor_norms=ones(2), positive_norms=ones(2), candidate_norms=ones(3))
+        >>> s.num_anchors, s.num_candidates, s.masked_logits().shape
+        (2, 3, torch.Size([2, 3]))
     """
 
     positive: Tensor
@@ -126,7 +153,22 @@ class Scores:
 
 
 def count_valid(mask: Tensor) -> Tensor:
-    """Row counts of a bool (A, N) mask as int32, shape (A,)."""
+    """Row counts of a bool (A, N) mask as int32, shape (A,): N_i, each anchor's valid negatives.
+
+    Args:
+        mask: True where a candidate is a valid negative of the anchor.
+
+    Shapes:
+        ``mask`` (A, N) bool → (A,) int32.
+
+    References:
+        Chuang, Robinson, Lin, Torralba and Jegelka, "Debiased Contrastive Learning", NeurIPS
+        2020, §3 (N, the number of negatives of the debiased estimator).
+
+    Example:
+        >>> count_valid(torch.tensor([[True, False, True], [False, False, True]])).tolist()
+        [2, 1]
+    """
     return mask.sum(dim=1, dtype=torch.int32)
 
 
@@ -136,6 +178,22 @@ def same_label(anchor_labels: Tensor, candidate_labels: Tensor) -> Tensor:
     Labels ``< 0`` mean *unknown* (e.g. STL-10's unlabelled images, keys of a MoCo queue that
     were enqueued without labels): an unknown label never equals anything, itself included, so
     it never counts as a collision and is never removed by collision-free negatives.
+
+    Args:
+        anchor_labels: integer labels of the anchors (``< 0``: unknown).
+        candidate_labels: integer labels of the candidates (``< 0``: unknown).
+
+    Shapes:
+        ``anchor_labels`` (A,), ``candidate_labels`` (N,) → (A, N) bool.
+
+    References:
+        Ash, Goel, Krishnamurthy and Misra, "Investigating the Role of Negatives in Contrastive
+        Representation Learning", AISTATS 2022, §4 (class collisions); Chuang et al., NeurIPS 2020,
+        §3 (negatives sharing the anchor's class).
+
+    Example:
+        >>> same_label(torch.tensor([0, -1]), torch.tensor([0, 1, -1])).tolist()
+        [[True, False, False], [False, False, False]]
     """
     ya = anchor_labels.to(candidate_labels.device)
     same = ya[:, None] == candidate_labels[None, :]

@@ -186,6 +186,22 @@ def check_tileable(negatives: NegativeDistribution, objective: Objective, *, bud
     ``tile_refusal()``: the reason, and what a distribution implements to tile), or the objective
     does not reduce row-wise (``Objective.row_reducible``), or a Sinkhorn coupling meets an
     objective that reads more than ``log Σ_j w_ij e^{s_ij}``.
+
+    Args:
+        negatives: the negative distribution (possibly wrapped in Subsample / CollisionFree).
+        objective: the objective it feeds.
+        budget: text appended to the error's "beyond memory_budget" (e.g. ``" = 4 GiB"``).
+
+    References:
+        Robinson, Chuang, Sra and Jegelka, ICLR 2021, §3, eq. (4) (the tilt ``w_ij ∝ e^{β s_ij}``);
+        Milakov and Gimelshein, arXiv:1805.02867, 2018, Algorithm 3 (what makes a tilted
+        log-sum-exp streamable); Cuturi, "Sinkhorn Distances", NeurIPS 2013 (the Sinkhorn coupling).
+
+    Example:
+        >>> from hardneg import negatives, objectives
+        >>> tw = check_tileable(negatives.Hard(beta=1.0), objectives.InfoNCE())
+        >>> type(tw).__name__
+        'TileWeights'
     """
     base, _, _ = split_subsample(negatives)
     weights = base.tile_weights()
@@ -209,13 +225,50 @@ def check_tileable(negatives: NegativeDistribution, objective: Objective, *, bud
 
 
 def materialised_bytes(num_anchors: int, num_candidates: int, dtype: torch.dtype) -> int:
-    """Peak bytes the materialised engine needs for an (A, N) batch, roughly four matrices."""
+    """Peak bytes the materialised engine needs for an (A, N) batch, roughly four matrices.
+
+    Four (A, N) floating matrices (logits, weights and their gradients) and one bool mask.
+
+    Args:
+        num_anchors: A.
+        num_candidates: N.
+        dtype: the compute dtype of the logits.
+
+    Shapes:
+        the batch's score matrices are (A, N); returns a number of bytes (int).
+
+    References:
+        Cheng et al. (Inf-CL), arXiv:2410.17243, 2024, §3 (the O(A·N) memory of the full
+        similarity matrix that tiling removes).
+
+    Example:
+        >>> materialised_bytes(1000, 1000, torch.float32)    # 4 · 4 B + 1 B per entry
+        17000000
+    """
     return 4 * num_anchors * num_candidates * torch.finfo(dtype).bits // 8 + num_anchors * num_candidates
 
 
 def tile_for_budget(memory_budget: int, dtype: torch.dtype) -> int:
     """Side of a square tile whose working set (about eight tile-sized buffers) fits the budget,
     between 64 and 1024: beyond 1024 the element-wise passes over a tile leave the CPU caches, and
-    a fwd+bwd at B = 8192 took 1.70 s with tiles of 1024 against 2.06 s with 2048 (2 threads)."""
+    a fwd+bwd at B = 8192 took 1.70 s with tiles of 1024 against 2.06 s with 2048 (2 threads).
+
+    Args:
+        memory_budget: bytes the tiled engine's per-tile buffers may take.
+        dtype: the compute dtype of the logits.
+
+    Shapes:
+        returns T, the side of the (T, T) tiles of logits.
+
+    References:
+        Dao, Fu, Ermon, Rudra and Ré, "FlashAttention", NeurIPS 2022, §3.1 (tile sizes chosen to
+        fit fast memory); Cheng et al. (Inf-CL), arXiv:2410.17243, 2024, §3.
+
+    Example:
+        >>> tile_for_budget(0, torch.float32), tile_for_budget(1 << 20, torch.float32)
+        (64, 181)
+        >>> tile_for_budget(4 << 30, torch.float32)
+        1024
+    """
     side = math.isqrt(max(1, memory_budget // (8 * torch.finfo(dtype).bits // 8)))
     return max(64, min(1024, side))

@@ -103,6 +103,51 @@ def tiled_loss(
     host read that checks every anchor has a valid negative. The per-tile work reads no tensor
     value: the tiles' exponent floors and the shared-shift safety are decided once per call
     (:func:`~hardneg.tiled.lse.plan_tiles`).
+
+    Args:
+        anchors: the anchors, in the compute dtype, normalised if asked.
+        positives: each anchor's positive, row-aligned.
+        candidates: the candidate pool.
+        temperature: t; logits are ``⟨a, c⟩ / t``.
+        anchor_norms: the norms of ``anchors`` as given (1 when normalised; detached; diagnostics).
+        positive_norms: the positives' norms (detached).
+        candidate_norms: the candidates' norms (detached).
+        excluded: candidate indices never valid for the anchor (−1 = none).
+        negatives: a distribution that states its weights per tile.
+        objective: a row-reducible objective.
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        tile: the side of a tile.
+        mask: optional bool mask, True = valid negative.
+        anchor_labels: optional integer labels of the anchors.
+        candidate_labels: optional integer labels of the candidates.
+        diagnostics: fill the :class:`~hardneg.reduction.LossOutput`'s diagnostics.
+        generator: the randomness of K-subsampling, or ``None``.
+        symmetric: the anchors are the candidates (see above).
+        compiled: fuse each tile's element-wise work with ``torch.compile``.
+        validate: check that every anchor has a valid negative (one host read).
+
+    Shapes:
+        ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); norms (A,), (A,), (N,);
+        ``excluded`` (A, E) int64; ``mask`` (A, N) bool; labels (A,), (N,) → a
+        :class:`~hardneg.reduction.LossOutput` with per-anchor losses (A,).
+
+    References:
+        Milakov and Gimelshein, arXiv:1805.02867, 2018, Algorithm 3 (online normaliser); Cheng et
+        al. (Inf-CL), arXiv:2410.17243, 2024, §3; Robinson, Chuang, Sra and Jegelka, ICLR 2021,
+        eq. (4) (the hard-negative objective it computes exactly).
+
+    Example:
+        >>> import torch.nn.functional as F
+        >>> from hardneg import negatives, objectives, pair_scores
+        >>> from hardneg.functional import loss_from_scores
+        >>> a, p, c = (F.normalize(torch.randn(n, 4), dim=1) for n in (3, 3, 6))
+        >>> hard, nce = negatives.Hard(beta=1.0), objectives.InfoNCE()
+        >>> tiled = tiled_loss(a, p, c, temperature=0.5, anchor_norms=torch.ones(3),
+        ...                    positive_norms=torch.ones(3), candidate_norms=torch.ones(6),
+        ...                    excluded=torch.full((3, 1), -1), negatives=hard, objective=nce, tile=2)
+        >>> full = loss_from_scores(pair_scores(a, p, c, temperature=0.5), negatives=hard, objective=nce)
+        >>> torch.allclose(tiled.per_anchor, full.per_anchor, atol=1e-5)
+        True
     """
     weights = check_tileable(negatives, objective)
     _, sub, collision_free = split_subsample(negatives)

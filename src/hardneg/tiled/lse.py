@@ -388,10 +388,35 @@ def tiled_lse(
 ) -> tuple[Tensor, Tensor]:
     """``(L, N)``: masked ``log Σ_j e^{a_e s_ij}`` (A, E) and valid counts N_i (A,) int64.
 
-    Shapes: ``anchors`` (A, d) (divided by the temperature), ``candidates`` (N, d); ``rule``
-    makes each tile's mask; ``tile`` is the side of a tile; ``compiled`` fuses the element-wise
-    work of a tile with ``torch.compile`` (:mod:`hardneg.tiled.compiled`). Differentiable in both
-    inputs.
+    Differentiable in both inputs (the backward recomputes each tile's logits).
+
+    Args:
+        anchors: the anchors, already divided by the temperature.
+        candidates: the candidates.
+        exponents: ``a_1 … a_E`` (e.g. ``(1 + β, β)`` for hard negatives).
+        rule: the :class:`~hardneg.tiled.TileMask` that makes each tile's mask.
+        tile: the side of a tile.
+        compiled: fuse the element-wise work of a tile with ``torch.compile``
+            (:mod:`hardneg.tiled.compiled`).
+
+    Shapes:
+        ``anchors`` (A, d), ``candidates`` (N, d) → ``L`` (A, E) and ``N`` (A,) int64.
+
+    References:
+        Milakov and Gimelshein, "Online normalizer calculation for softmax", arXiv:1805.02867,
+        2018, Algorithm 3 (the running max and sum); Cheng et al. (Inf-CL), arXiv:2410.17243,
+        2024, §3 (tile-wise forward and recomputing backward of the contrastive loss).
+
+    Example:
+        >>> from hardneg.tiled import TileMask
+        >>> a, c = torch.randn(3, 4), torch.randn(5, 4)
+        >>> rule = TileMask(3, 5, excluded=torch.full((3, 1), -1))
+        >>> lse, counts = tiled_lse(a, c, (1.0, 2.0), rule, tile=2)
+        >>> s = a @ c.T
+        >>> torch.allclose(lse, torch.stack([s.logsumexp(1), (2 * s).logsumexp(1)], 1), atol=1e-5)
+        True
+        >>> counts.tolist()
+        [5, 5, 5]
     """
     if tile < 1:
         raise ValueError(f"tile must be an int >= 1, got {tile}")

@@ -33,15 +33,35 @@ __all__ = ["TileMask"]
 class TileMask:
     """Which candidates are valid negatives of which anchor, block by block.
 
-    Attributes:
-        num_anchors, num_candidates: A and N.
-        excluded: (A, E) int64 candidate indices that are never negatives of the anchor
-            (−1 = no exclusion), e.g. ``[i, (i + B) mod 2B]`` in SimCLR's layout.
-        explicit: optional (A, N) bool mask (True = valid), ANDed with the rest.
-        anchor_labels, candidate_labels: labels for collision-free negatives (``< 0`` unknown).
+    Args:
+        num_anchors: A.
+        num_candidates: N.
+        excluded: candidate indices that are never negatives of the anchor (−1 = no exclusion),
+            e.g. ``[i, (i + B) mod 2B]`` in SimCLR's layout.
+        explicit: optional bool mask (True = valid), ANDed with the rest.
+        anchor_labels: labels of the anchors for collision-free negatives (``< 0`` unknown).
+        candidate_labels: labels of the candidates (``< 0`` unknown).
         collision_free: drop same-label candidates (needs labels).
-        subsample_index: K-subsampling: the (A, K) int64 indices of each anchor's K drawn
-            candidates (:meth:`with_subsample`); only they are valid.
+        subsample_index: K-subsampling: the indices of each anchor's K drawn candidates
+            (:meth:`with_subsample`); only they are valid.
+
+    Shapes:
+        ``excluded`` (A, E) int64; ``explicit`` (A, N) bool; ``anchor_labels`` (A,),
+        ``candidate_labels`` (N,); ``subsample_index`` (A, K) int64; :meth:`block` returns
+        (r1 − r0, c1 − c0) bool and :meth:`count_valid` (r1 − r0,).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1) (the 2B − 2 negatives of SimCLR's
+        layout); Cheng et al., "Breaking the Memory Barrier: Near Infinite Batch Size Scaling for
+        Contrastive Loss" (Inf-CL), arXiv:2410.17243, 2024, §3 (the loss computed tile by tile).
+
+    Example:
+        >>> i = torch.arange(4)
+        >>> rule = TileMask(4, 4, excluded=torch.stack([i, (i + 2) % 4], dim=1))  # SimCLR, B = 2
+        >>> rule.block(0, 4, 0, 4).sum(dim=1).tolist()
+        [2, 2, 2, 2]
+        >>> rule.block(0, 2, 0, 4).tolist()[0]     # anchor 0: not itself, not its positive 2
+        [False, True, False, True]
     """
 
     num_anchors: int
