@@ -167,11 +167,17 @@ class HistoryWriter(L.Callback):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._written: list[dict[str, float]] | None = None  # the rows on disk, as last written
 
     def _write(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         rows = getattr(pl_module, "history", None)
-        if trainer.is_global_zero and isinstance(rows, list):
-            write_history(self.path, rows)
+        if not trainer.is_global_zero or not isinstance(rows, list):
+            return
+        # an epoch's two checkpoints (epochNNN.ckpt, last.ckpt) find the same rows: written once
+        if rows == self._written and self.path.is_file():
+            return
+        write_history(self.path, rows)
+        self._written = [dict(row) for row in rows]
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._write(trainer, pl_module)
