@@ -32,14 +32,17 @@ def test_every_claim_names_a_runnable_experiment_its_strategies_and_its_source()
     assert len(ids) == len(set(ids))
     for claim in CLAIMS:
         exp = EXPERIMENTS[claim.experiment]
-        assert {claim.baseline, claim.contender} <= set(exp.strategies)
         assert claim.source and claim.quote and claim.text.endswith(".")
-        assert claim.unit in ("points", "bits")
+        assert claim.unit in ("points", "bits", "doublings")
+        if claim.shift is not None:  # an argmax over a grid: every cell is a strategy
+            assert set(claim.shift.strategies) <= set(exp.strategies) and claim.unit == "doublings"
+            continue
+        assert {claim.baseline, claim.contender} <= set(exp.strategies)
         for term in claim.contrast:  # every metric fixed in advance: evaluated, or derived from run files
             assert term.strategy in exp.strategies, (claim.id, term)
             assert term.metric in ("linear_top1", "mean_top1", "svm_cv", "mu_avg2", "cr_acc", *DERIVED)
         # a contrast compares like with like: its weights sum to zero
-        assert sum(t.weight for t in claim.contrast) == 0, claim.id
+        assert sum(t.weight for t in claim.contrast) == pytest.approx(0, abs=1e-12), claim.id
         for budget in claim.budgets:
             assert budget in exp.budgets, (claim.id, budget)
             cfg = experiment_config(exp, budget)
@@ -51,7 +54,8 @@ def test_every_claim_names_a_runnable_experiment_its_strategies_and_its_source()
 def test_the_sides_of_a_comparison_share_their_objective_unless_the_claim_is_about_it() -> None:
     for claim in CLAIMS:
         sides = EXPERIMENTS[claim.experiment].strategies
-        same = sides[claim.baseline].get("loss.objective") == sides[claim.contender].get("loss.objective")
+        arms = claim.shift.strategies if claim.shift is not None else [t.strategy for t in claim.contrast]
+        same = len({repr(sides[a].get("loss.objective")) for a in arms}) == 1
         # HCL compares its whole method (hard negatives with debiasing) to SimCLR: that claim is about
         # the objective too; every other comparison changes one thing
         assert same or claim.baseline == "simclr", claim.id
@@ -95,11 +99,11 @@ def _rows(**claims: dict) -> list[dict]:  # type: ignore[type-arg]
 
 
 def test_a_report_from_synthetic_paired_results_covers_the_verdicts() -> None:
-    """Verdicts of the small budget's family (9 planned claims, 22 hypotheses), checked by hand."""
+    """Verdicts of the small budget's family (11 planned claims, 27 hypotheses), checked by hand."""
     from scipy.stats import t as student
 
     rows = _rows(**{
-        # mean 0.023, s = sqrt(22e-6), t = 10.96 on 4 df: one-sided p = 1.97e-4; ×22 = 0.0043
+        # mean 0.023, s = sqrt(22e-6), t = 10.96 on 4 df: one-sided p = 1.97e-4; ×27 = 0.0053
         "hard-beats-simclr": {"baseline_mean": 0.70},
         # mean 0.0005: H0 μ ≥ 0.019 rejected (t = −26.1): smaller than the paper's
         "hard-beats-debiased": {"baseline_mean": 0.70},
@@ -139,26 +143,28 @@ def test_a_report_from_synthetic_paired_results_covers_the_verdicts() -> None:
     }
     assert [by[c]["direction"] for c in ("hard-beats-simclr", "debiasing-helps", "hard-beats-debiased")] == [
         "supported", "against", "smaller"]
-    # the family is the budget's, fixed: 9 claims (Lemma 4.3 apart) with 22 hypotheses, run or not
-    assert by["hard-beats-simclr"]["alpha_design"] == pytest.approx(0.05 / 22)
+    # the family is the budget's, fixed: 11 claims (Lemma 4.3 apart) with 27 hypotheses, run or not
+    assert by["hard-beats-simclr"]["alpha_design"] == pytest.approx(0.05 / 27)
     p = float(student.sf(0.023 / math.sqrt(22e-6 / 5), 4))
     assert by["hard-beats-simclr"]["p_value"] == pytest.approx(p, rel=1e-9)
     assert by["debiasing-helps"]["p_against"] == pytest.approx(2 * p, rel=1e-9)  # same |t|, two-sided
-    # Holm over the 22 planned hypotheses: the measured ones, and p = 1 for the 4 of claims not run
+    # Holm over the 27 planned hypotheses: the measured ones, and p = 1 for the 9 of claims not run
     from statsmodels.stats.multitest import multipletests
 
     keys = {"p_value": "p_holm", "p_against": "p_against_holm", "p_smaller": "p_smaller_holm"}
     measured = [(r["claim"], k) for r in rows for k in keys if not math.isnan(r[k])]
-    assert len(measured) == 16  # 22 − 2 (zero spread: no test) − 4 (two claims not run)
-    pvals = [by[c][k] for c, k in measured] + [1.0] * (22 - 16)
+    assert len(measured) == 16  # 27 − 2 (zero spread: no test) − 9 (four claims not run)
+    pvals = [by[c][k] for c, k in measured] + [1.0] * (27 - 16)
     for (c, k), a in zip(measured, multipletests(pvals, method="holm")[1]):
         assert by[c][keys[k]] == pytest.approx(a, rel=1e-12)
-    # the digits fallback uses its own pilot SD (0.36-point half-width): still underpowered at 5 seeds
-    digits = _rows(**{"ot-matches-hard": {"baseline_mean": 0.988, "experiment": "digits"}})
+    # the digits fallback (5-label readout) has no pilot: the run's own SD decides, and a spread that
+    # cannot detect the 0.45-point margin at 5 seeds is underpowered
+    digits = _rows(**{"ot-matches-hard": {"baseline_mean": 0.89, "experiment": "digits"}})
     judge_rows(digits, {"ot-matches-hard": [-0.0004 + x for x in (-0.003, 0.003, 0.002, -0.004, 0.002)]})
     ot = digits[0]
-    assert ot["outcome"] == "underpowered" and ot["mde_basis"] == "pilot"
-    assert ot["verdict"] == (f"underpowered (MDE {100 * ot['mde_design']:.3g} points > margin 0.45 points; "
+    assert ot["outcome"] == "underpowered" and ot["mde_basis"] == "observed"
+    assert ot["mde_design"] is None or math.isnan(ot["mde_design"])
+    assert ot["verdict"] == (f"underpowered (MDE {100 * ot['mde_observed']:.3g} points > margin 0.45 points; "
                              f"{ot['seeds_needed']} seeds would detect it)")
 
 
@@ -177,7 +183,7 @@ def test_the_family_does_not_depend_on_what_ran_and_only_is_exploratory() -> Non
     p = float(ttest_rel(d, [0.0] * 5, alternative="greater").pvalue)
     full = _rows(**{"collision-free-helps": {"baseline_mean": 0.7}})
     judge_rows(full, {"collision-free-helps": d}, budget="small")
-    assert full[0]["p_holm"] == pytest.approx(22 * p, rel=1e-9)  # claims not run count as planned
+    assert full[0]["p_holm"] == pytest.approx(27 * p, rel=1e-9)  # claims not run count as planned
     assert not full[0]["verdict"].startswith("reproduced")
     only = _rows(**{"collision-free-helps": {"baseline_mean": 0.7}})
     judge_rows(only, {"collision-free-helps": d}, budget="small", exploratory=True)
@@ -220,8 +226,9 @@ def test_the_designs_state_pilot_sds_and_paper_derived_margins() -> None:
     sd = by["hard-beats-simclr"].pilot_sd["fashion_mnist"]
     assert sd == pytest.approx(0.0071 * math.sqrt(5) / 2.7764451)
     for claim in CLAIMS:
-        if "small" in claim.budgets and not claim.theorem:
-            assert claim.pilot_sd and claim.design.startswith(("pilot SD", "margin")), claim.id
+        if "small" in claim.budgets and not claim.theorem:  # a pilot SD, or a design that says it has none
+            assert (claim.pilot_sd and claim.design.startswith(("pilot SD", "margin"))) or (
+                claim.design.startswith("no pilot")), claim.id
         if claim.test.kind == "equivalence":
             assert "margin" in claim.design and "fixed here" not in claim.source, claim.id
     assert by["ot-matches-hard"].test.margin == 0.0045 and by["ot-matches-hard"].test.paper_effect == -0.003
@@ -291,7 +298,7 @@ def test_without_fashion_mnist_the_image_claims_run_on_digits_and_say_so(
     from tests.pipeline.helpers import tiny
 
     pairs = [o.split("=", 1) for o in tiny("eval.knn=false", "eval.figures=false")]
-    small = {**{k: yaml.safe_load(v) for k, v in pairs},
+    small = {**{k: yaml.safe_load(v) for k, v in pairs}, "eval.linear_shots": [5], "eval.shot_draws": 2,
              "compare.seeds": [0, 1, 2], "compare.workers": 1}
     two = {k: EXPERIMENTS["digits"].strategies[k] for k in ("simclr", "hard")}
     monkeypatch.setitem(claims_module.EXPERIMENTS, "digits",
@@ -305,7 +312,9 @@ def test_without_fashion_mnist_the_image_claims_run_on_digits_and_say_so(
     assert "scikit-learn digits" in row["setting"] and row["seeds"] == 3
     assert res.report == res.root / "claims-only-hard-beats-simclr.md"
     md = res.report.read_text()
-    assert "| hard-beats-simclr | digits (fallback: fashion_mnist not installed) | linear_top1 |" in md
+    # the claim reads the few-label readout there (the all-label one is at the ceiling on digits)
+    assert row["metric"] == "linear5shot_top1" and "5 labels per class" in row["setting"]
+    assert "| hard-beats-simclr | digits (fallback: fashion_mnist not installed) | linear5shot_top1 |" in md
 
 
 def test_an_interrupted_reproduction_writes_a_partial_report_then_resumes(
@@ -391,19 +400,55 @@ def _fake_runs(values: dict[str, dict[int, dict[str, float]]]) -> dict[str, dict
 
 
 def test_a_contrast_claim_is_the_weighted_sum_of_its_terms_seed_by_seed() -> None:
-    """Ash et al.'s interaction: (C16-K16 − C16-K1) − (C4-K16 − C4-K1), on the seeds all four ran."""
-    claim = next(c for c in CLAIMS if c.id == "optimal-k-grows-with-classes")
-    acc = {"C16-K16": {0: 0.50, 1: 0.55, 2: 0.52}, "C16-K1": {0: 0.42, 1: 0.44, 2: 0.43},
-           "C4-K16": {0: 0.92, 1: 0.93, 2: 0.90}, "C4-K1": {0: 0.90, 1: 0.91}}  # seed 2 missing here
-    runs = _fake_runs({k: {s: {"mean_top1": v} for s, v in d.items()} for k, d in acc.items()})
+    """HCL's monotone claim as a trend test: per seed, the least-squares slope of accuracy on β."""
+    claim = next(c for c in CLAIMS if c.id == "hard-helps-true-positives")
+    betas = {"uniform": 0.0, "hard-0.5": 0.5, "hard": 1.0, "hard-2": 2.0}
+    acc = {"uniform": {0: 0.80, 1: 0.81, 2: 0.79}, "hard-0.5": {0: 0.81, 1: 0.80, 2: 0.80},
+           "hard": {0: 0.83, 1: 0.82}, "hard-2": {0: 0.84, 1: 0.85, 2: 0.86}}  # seed 2 missing for hard
+    runs = _fake_runs({k: {s: {"linear_top1": v} for s, v in d.items()} for k, d in acc.items()})
     stats, sides = claim_values(claim, runs)
-    assert stats == pytest.approx([(0.50 - 0.42) - (0.92 - 0.90), (0.55 - 0.44) - (0.93 - 0.91)])
-    assert sides["C4-K1 mean_top1"] == [0.90, 0.91] and len(sides) == 4
+    # the slope of an ordinary least-squares line through the four (β, accuracy) points, by numpy
+    expected = [np.polyfit(list(betas.values()), [acc[k][s] for k in betas], 1)[0] for s in (0, 1)]
+    assert stats == pytest.approx(expected, rel=1e-12)
+    assert sides["uniform linear_top1"] == [0.80, 0.81] and len(sides) == 4
     # the default contrast is contender − baseline
     plain = next(c for c in CLAIMS if c.id == "hard-beats-simclr")
     assert plain.contrast == (Term("hard", "linear_top1", 1.0), Term("simclr", "linear_top1", -1.0))
     runs = _fake_runs({"hard": {0: {"linear_top1": 0.8}}, "simclr": {0: {"linear_top1": 0.75}, 1: {}}})
     assert claim_values(plain, runs)[0] == pytest.approx([0.05])
+
+
+def test_the_optimal_k_claim_is_the_shift_of_the_argmax_over_a_grid_that_holds_the_theory_optimum() -> None:
+    """Ash et al.'s Fig. 3: per seed, log2 of the best K at C = 16 minus at C = 4, and the bootstrap."""
+    from hardneg.reproduce.run import optimum_bootstrap
+    from hardneg.theory.ash import optimal_num_negatives
+
+    claim = next(c for c in CLAIMS if c.id == "optimal-k-grows-with-classes")
+    assert claim.shift is not None and claim.unit == "doublings"
+    grid = dict(claim.shift.low) | dict(claim.shift.high)
+    for c in (4, 16):  # the theory's optimum is in the grid, and K beyond it
+        cells = [k for name, k in grid.items() if name.startswith(f"C{c}-")]
+        assert set(optimal_num_negatives(c)) & set(cells) and max(cells) > max(optimal_num_negatives(c))
+    curves = {  # seed -> (C = 4 curve, C = 16 curve) over K = 1, 2, 4, 8, 16, 32
+        0: ([0.80, 0.85, 0.90, 0.88, 0.86, 0.84], [0.40, 0.42, 0.45, 0.47, 0.49, 0.48]),
+        1: ([0.81, 0.86, 0.87, 0.89, 0.85, 0.83], [0.41, 0.44, 0.46, 0.48, 0.47, 0.50]),
+        2: ([0.80, 0.88, 0.86, 0.85, 0.84, 0.80], [0.40, 0.43, 0.47, 0.46, 0.45, 0.44]),
+    }
+    ks = (1, 2, 4, 8, 16, 32)
+    values: dict[str, dict[int, dict[str, float]]] = {}
+    for seed, (low, high) in curves.items():
+        for c, curve in ((4, low), (16, high)):
+            for k, a in zip(ks, curve):
+                values.setdefault(f"C{c}-K{k}", {})[seed] = {"mean_top1": a}
+    stats, sides = claim_values(claim, _fake_runs(values))
+    # by hand: best K per seed at C = 4: 4, 8, 2; at C = 16: 16, 32, 4
+    assert stats == pytest.approx([math.log2(16 / 4), math.log2(32 / 8), math.log2(4 / 2)])
+    assert list(sides.values()) == [[2.0, 3.0, 1.0], [4.0, 5.0, 2.0]]
+    text = optimum_bootstrap(claim.shift, _fake_runs(values), resamples=500)
+    # the mean curves' argmax: C = 4 at K = 4 (0.877), C = 16 at K = 32 (0.4733)
+    assert text.startswith("C4 (fewer classes): best K of the mean curve 4 (bootstrap 95 %: ")
+    assert "C16 (more classes): best K of the mean curve 32 (bootstrap 95 %: " in text
+    assert "K=4: 87.7" in text
 
 
 def _write_features(path: Path, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -469,6 +514,6 @@ def test_a_report_in_bits_prints_the_bound_claim_in_bits() -> None:
                                                "folder": "f"}})
     judge_rows(claims, {"collision-free-helps": [0.02, 0.025, 0.018, 0.022, 0.03]})
     md = claims_markdown(claims + rows, budget="small")
-    assert "Claims reproduced: 1 of the 9 planned for this budget (1 judged here" in md
+    assert "Claims reproduced: 1 of the 11 planned for this budget (1 judged here" in md
     assert "infonce lemma_4_3_bound 0.9 ± 0.05 bits" in md
     assert "`infonce:lemma_4_3_bound − infonce:lemma_4_3_measured` = +0.602 ± 0.0239 bits (std 0.0192)" in md

@@ -216,3 +216,24 @@ def test_bad_arguments_name_parameter_constraint_and_value() -> None:
     bad = OptimalTransport(epsilon=0.1, cost=lambda s: torch.zeros(2, 2))
     with pytest.raises(ValueError, match=r"cost callable must return .*shape \(6, 6\), got \(2, 2\)"):
         bad.log_weights(simclr_scores(z1, z2, temperature=0.5))
+
+
+def test_the_cost_scale_against_jiang_et_al_and_the_equivalent_tilt() -> None:
+    """The default cost is ‖â − ĉ‖² = 2 − 2cos: twice Jiang et al.'s ½‖f(x) − f(x⁻)‖² (eq. 7), so
+    ``epsilon=1`` here is their ε = 0.5, and the kernel is the tilt β s with β = 2t/ε (float64, by hand)."""
+    from hardneg.negatives.ot import ot_log_kernel
+    from hardneg.scores import simclr_scores
+
+    torch.manual_seed(0)
+    t = 0.5
+    z1, z2 = torch.randn(5, 7, dtype=torch.float64), torch.randn(5, 7, dtype=torch.float64)
+    scores = simclr_scores(z1, z2, temperature=t)
+    a = torch.nn.functional.normalize(torch.cat([z1, z2]), dim=1)
+    paper_cost = 0.5 * torch.cdist(a, a) ** 2  # ½‖f(x) − f(x⁻)‖² on normalised outputs
+    k = ot_log_kernel(scores, epsilon=1.0)
+    m = scores.mask
+    # equal up to an additive constant on the valid entries: the Gibbs kernel of the paper at ε = 0.5
+    diff = (k - (-paper_cost / 0.5))[m]
+    assert torch.allclose(diff, diff[0].expand_as(diff), atol=1e-12)
+    # and the tilt exp(β s) with β = 2t/ε = 1 here: the hard arm's β at t = 0.5
+    assert torch.allclose(k[m], (2 * t / 1.0) * scores.logits[m], atol=1e-12)

@@ -53,6 +53,16 @@ def test_a_failure_is_raised_in_the_parent(workers: int) -> None:
         run_supervised(jobs.fail_on, [(i, 2) for i in range(4)], workers=workers)
 
 
+def test_a_worker_serves_several_jobs_and_every_worker_exits(tmp_path: Path) -> None:
+    """Two workers for six jobs: the imports are paid twice, not six times; all jobs ran, in order."""
+    out = run_supervised(jobs.sleep_and_record, [(str(tmp_path), f"job{i}", 0.05) for i in range(6)],
+                         workers=2)
+    assert out == [f"job{i}" for i in range(6)]
+    pids = {int(p.read_text()) for p in tmp_path.glob("job*.pid")}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert _wait_for(lambda: not any(_alive(pid) for pid in pids), timeout=10)
+
+
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
         run_supervised(jobs.square, [(1,)], workers=0)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hardneg.evaluate.arrays import as_features, as_labels
+from hardneg.evaluate.few_labels import few_shot_indices
 
 __all__ = ["few_shot_indices", "latent_class_table", "top_r_accuracy"]
 
@@ -42,19 +43,6 @@ def top_r_accuracy(scores: np.ndarray, label_index: np.ndarray, r: int) -> float
     own = scores[np.arange(scores.shape[0]), label_index]
     rank = (scores >= own[:, None]).sum(axis=1)  # 1 = strictly best; ties count against the point
     return float(np.mean(rank <= r))
-
-
-def few_shot_indices(labels: np.ndarray, shots: int, *, seed: int) -> np.ndarray:
-    """``shots`` indices per class drawn without replacement (all of a smaller class), seeded.
-
-    >>> few_shot_indices(np.array([0, 0, 0, 1]), 2, seed=0).size
-    3
-    """
-    if not (isinstance(shots, int) and shots >= 1):
-        raise ValueError(f"shots must be a positive int, got {shots!r}")
-    rng = np.random.default_rng([seed, 0x5407, shots])
-    picked = [rng.permutation(np.flatnonzero(labels == c))[:shots] for c in np.unique(labels)]
-    return np.sort(np.concatenate(picked))
 
 
 def latent_class_table(

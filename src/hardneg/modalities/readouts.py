@@ -48,6 +48,11 @@ class ReadoutEval(EvalSection):
     mean_shots: list[PositiveInt] = Field(
         default_factory=list, description="mean classifier from k samples per class (Arora et al.'s mu-5)"
     )
+    linear_shots: list[PositiveInt] = Field(
+        default_factory=list,
+        description="linear readout from k labels per class (SimCLR's few-label readout): linear{k}shot_top1",
+    )
+    shot_draws: int = Field(5, ge=1, description="seeded class-balanced label draws averaged per k")
     every_n_epochs: int = Field(0, ge=0, description="online kNN accuracy every n epochs (0 = off)")
 
     def readouts(self) -> dict[str, Any]:
@@ -62,12 +67,19 @@ class ReadoutEval(EvalSection):
             "kwise": self.kwise,
             "kwise_tasks": self.kwise_tasks,
             "mean_shots": self.mean_shots,
+            "linear_shots": self.linear_shots,
+            "shot_draws": self.shot_draws,
             "latent_table": False,
         }
 
     def table_metrics(self) -> tuple[str, ...]:
         """The metrics a ``compare`` / ``sweep`` table shows, in column order (absent ones are left out)."""
-        return _READOUT_COLUMNS
+        return self._columns()
+
+    def _columns(self) -> tuple[str, ...]:
+        """The readouts' columns, each few-label readout right after the all-label one."""
+        shots = tuple(f"linear{k}shot_top1" for k in self.linear_shots)
+        return (_READOUT_COLUMNS[0], *shots, *_READOUT_COLUMNS[1:])
 
 
 class ClassTableEval(ReadoutEval):
@@ -83,4 +95,4 @@ class ClassTableEval(ReadoutEval):
 
     def table_metrics(self) -> tuple[str, ...]:
         """The readouts' columns, then Table 1's (``mu_avg2``, ``mu_avg10``, ``mu5_top1``)."""
-        return (*_READOUT_COLUMNS, *_TABLE1_COLUMNS)
+        return (*self._columns(), *_TABLE1_COLUMNS)

@@ -211,7 +211,10 @@ class OptimalTransport(NegativeDistribution):
     ``P* · 2B · N``, which is the same since ``Σ_j P*_ij = 1/2B``. Unlike the exponential tilt
     ``e^{β s_ij}`` of :class:`~hardneg.negatives.Hard`, the column potential ``g_j`` also
     enters: a candidate close to many anchors is shared among them (marginal constraint);
-    without it the weights would be the tilt with ``β = 2/(ε t)`` for the default cost.
+    without it the weights would be the tilt ``e^{β s_ij}`` with ``β = 2t/ε`` for the default cost
+    ``‖â − ĉ‖² = 2 − 2cos`` (``K_ij = 2cos_ij/ε = 2t s_ij/ε``). The paper's cost is half of it,
+    ``½‖f(x) − f(x⁻)‖²`` (eq. 7, normalised outputs): its ε is this one's ε / 2, so the paper's
+    ε = 0.5 is ``epsilon=1.0`` here (``β = t/ε`` in the paper's scale).
     Smaller ε → harder negatives (ε → ∞: uniform). The paper uses ε ∈ [0.05, 1].
 
     Convergence is never silent: each call's iterations, marginal error and whether it converged

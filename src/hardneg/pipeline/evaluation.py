@@ -4,7 +4,8 @@ The backbone ``f`` runs in eval mode (BatchNorm running statistics) on un-augmen
 the vectors of the latent-class simulator);
 representations ``h`` of the training split fit the classifiers, the test split scores them:
 
-* linear readout (logistic regression on standardised ``h``),
+* linear readout (logistic regression on standardised ``h``), on all labels and, where asked, on a
+  few labels per class (averaged over seeded draws),
 * weighted kNN (k = 200, t = 0.1; top-1 and top-5),
 * mean classifier (``argmax_c μ_cᵀ h``, L2-normalised features) and the average
   (k+1)-way accuracy of Arora et al. (Def. 2.2).
@@ -38,6 +39,8 @@ def evaluate_encoder(
     kwise: tuple[int, ...] | list[int] = (1,),
     kwise_tasks: int = 500,
     mean_shots: tuple[int, ...] | list[int] = (),
+    linear_shots: tuple[int, ...] | list[int] = (),
+    shot_draws: int = 5,
     latent_table: bool = False,
     batch_size: int = 512,
     seed: int = 0,
@@ -48,6 +51,9 @@ def evaluate_encoder(
     ``kwise{k}_top1`` and ``mean{k}shot_top1`` (the enabled ones), each in [0, 1]. The last is Arora
     et al.'s μ-k (ICML 2019, Table 1): the mean classifier with each class mean taken from ``k``
     training samples drawn with ``seed`` (all of a class's samples when it has fewer).
+    ``linear{k}shot_top1`` is the linear readout fitted on ``k`` labels per class, averaged over
+    ``shot_draws`` seeded class-balanced draws (SimCLR's few-label evaluation, Chen et al., ICML
+    2020, §6; :func:`~hardneg.evaluate.few_labels.few_label_linear_accuracy`).
     ``latent_table`` adds Arora et al.'s Table 1 grid
     (:func:`~hardneg.evaluate.latent_table.latent_class_table`: ``tr_avg2`` … ``mu5_top10``).
     """
@@ -58,7 +64,7 @@ def evaluate_encoder(
         average_kwise_accuracy,
         extract_features,
     )
-    from hardneg.evaluate.latent_table import few_shot_indices
+    from hardneg.evaluate.few_labels import few_label_linear_accuracy, few_shot_indices
 
     start = time.perf_counter()
     keep = train.labels >= 0  # unlabelled images (STL-10) cannot fit a classifier
@@ -70,6 +76,10 @@ def evaluate_encoder(
     metrics: dict[str, float] = {}
     if linear:
         metrics["linear_top1"] = float(LinearReadout(C=linear_C).fit(train_h, y_train).score(test_h, y_test))
+    for k in linear_shots:
+        fewer = few_label_linear_accuracy(train_h, y_train, test_h, y_test, shots=int(k), draws=shot_draws,
+                                          seed=seed, C=linear_C)
+        metrics[f"linear{k}shot_top1"] = fewer.accuracy
     if knn:
         model = WeightedKNN(k=knn_k, temperature=knn_temperature).fit(train_h, y_train)
         metrics["knn_top1"] = float(model.score(test_h, y_test))

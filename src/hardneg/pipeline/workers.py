@@ -1,6 +1,7 @@
 """Supervised worker processes for the runs of a group (``compare``, ``sweep``, ``reproduce``).
 
-A group with ``workers > 1`` trains its runs in that many spawned processes. They are supervised,
+A group with ``workers > 1`` trains its runs in that many spawned processes, each serving jobs
+until none is left (the imports are paid once per worker, not once per run). They are supervised,
 so that no run outlives the command that started it:
 
 - **a worker dies with its parent**: on Linux the kernel sends it SIGKILL when the parent dies
@@ -64,22 +65,32 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="hardneg-parent-watch", daemon=True).start()
 
 
-def _child(
-    conn: Any, parent: int, init: Callable[[], None] | None, fn: Callable[..., Any], args: tuple[Any, ...]
-) -> None:
+def _child(conn: Any, parent: int, init: Callable[[], None] | None, fn: Callable[..., Any]) -> None:
+    """A worker: answer each job the parent sends (``(index, args)``) until it sends ``None``.
+
+    One process serves many jobs, so the imports (torch, Lightning: seconds each) are paid once per
+    worker, not once per run; the runs are seeded by their own configs, so the results do not
+    depend on which worker ran them or after what.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
     _die_with_parent(parent)
     if init is not None:
         init()
-    # plain pickle, not the connection's: torch would pass tensors as shared-memory handles owned
-    # by this process, which ends right after sending
     try:
-        conn.send_bytes(pickle.dumps(("ok", fn(*args))))
-    except BaseException as err:
-        try:
-            conn.send_bytes(pickle.dumps(("error", err)))
-        except Exception:  # an exception that does not pickle
-            conn.send_bytes(pickle.dumps(("error", RuntimeError(f"{type(err).__name__}: {err}"))))
+        while (job := conn.recv()) is not None:
+            i, args = job
+            # plain pickle, not the connection's: torch would pass tensors as shared-memory handles
+            # owned by this process
+            try:
+                answer = pickle.dumps(("ok", i, fn(*args)))
+            except BaseException as err:
+                try:
+                    answer = pickle.dumps(("error", i, err))
+                except Exception:  # an exception that does not pickle
+                    answer = pickle.dumps(("error", i, RuntimeError(f"{type(err).__name__}: {err}")))
+            conn.send_bytes(answer)
+    except EOFError:  # the parent closed the pipe: nothing more to do
+        pass
     finally:
         conn.close()
 
@@ -120,31 +131,40 @@ def run_supervised(
     stop_signals = contextlib.ExitStack()
     stop_signals.enter_context(interrupt_signals())  # SIGTERM / SIGHUP stop the group as Ctrl-C does
     try:
-        while queue or running:
-            while queue and len(running) < workers:
-                i = queue.pop(0)
-                receive, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(send, parent, init, fn, tuple(jobs[i])), daemon=True)
-                proc.start()
-                send.close()
-                running[receive] = (i, proc)
+        for _ in range(min(workers, len(jobs))):  # each worker takes jobs until the queue is empty
+            conn, child = ctx.Pipe(duplex=True)
+            proc = ctx.Process(target=_child, args=(child, parent, init, fn), daemon=True)
+            proc.start()
+            child.close()
+            i = queue.pop(0)
+            conn.send((i, tuple(jobs[i])))
+            running[conn] = (i, proc)
+        while running:
             for ready in wait(list(running)):
                 conn = cast(Connection, ready)
                 i, proc = running.pop(conn)
                 try:
-                    status, value = pickle.loads(conn.recv_bytes())
+                    status, _, value = pickle.loads(conn.recv_bytes())
                 except EOFError:  # killed (out of memory, kill -9) before it could answer
                     proc.join()
                     raise RuntimeError(
                         f"a worker process died (exit code {proc.exitcode}) while running job {i + 1} "
                         f"of {len(jobs)}; run again with --resume to continue"
                     ) from None
-                proc.join()
                 if status == "error":
+                    running[conn] = (i, proc)  # killed with the others below
                     raise value if isinstance(value, BaseException) else RuntimeError(str(value))
                 results[i] = value
                 if on_result is not None:
                     on_result(i, value)
+                if queue:
+                    i = queue.pop(0)
+                    conn.send((i, tuple(jobs[i])))
+                    running[conn] = (i, proc)
+                else:
+                    conn.send(None)  # done: the worker exits
+                    proc.join()
+                    conn.close()
     except KeyboardInterrupt:
         _kill(running)
         raise Interrupted(results) from None

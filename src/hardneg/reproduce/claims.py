@@ -22,7 +22,9 @@ from typing import Any
 
 from hardneg.reproduce.statistics import ClaimTest
 
-__all__ = ["BUDGETS", "CLAIMS", "EXPERIMENTS", "Claim", "Experiment", "Term", "planned_claims"]
+__all__ = [
+    "BUDGETS", "CLAIMS", "EXPERIMENTS", "Claim", "Experiment", "OptimumShift", "Term", "planned_claims",
+]
 
 BUDGETS = ("small", "full", "paper")
 
@@ -33,6 +35,9 @@ class Experiment:
 
     ``needs``: the data set (``data.dataset`` name) that must be installed, ``None`` for embedded
     data; ``fallback``: the experiment run instead when it is not (the report says which ran).
+    ``metrics``: the claims' metric → the metric this experiment reports in its place (fixed here,
+    in advance, with the reason in ``setting``), e.g. the few-label linear readout where the
+    all-label one is at the ceiling.
     """
 
     id: str
@@ -42,6 +47,7 @@ class Experiment:
     setting: str
     needs: str | None = None
     fallback: str | None = None
+    metrics: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,40 @@ class Term:
     strategy: str
     metric: str
     weight: float
+
+
+@dataclass(frozen=True)
+class OptimumShift:
+    """Per seed, how far the best K moves from ``low`` to ``high`` classes, in doublings of K.
+
+    ``low`` / ``high``: the grid of one number of classes, ``(strategy, K)`` pairs. Of one seed's
+    accuracies on the grid, the best K is the argmax (ties: the smaller K); the statistic is
+    ``log2 K*(high) − log2 K*(low)`` (Ash et al., AISTATS 2022, §4, Fig. 3 (left): "the optimal
+    choice of K ... slowly increases as C increases"; the theory's optimum K* ≈ C, Remark 2).
+    """
+
+    metric: str
+    low: tuple[tuple[str, int], ...]
+    high: tuple[tuple[str, int], ...]
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        """Every strategy of both grids."""
+        return tuple(name for name, _ in (*self.low, *self.high))
+
+    @staticmethod
+    def best(values: dict[str, float], grid: tuple[tuple[str, int], ...]) -> int:
+        """The K of ``grid`` with the largest value (the smaller K on a tie).
+
+        >>> OptimumShift.best({"a": 0.5, "b": 0.7, "c": 0.7}, (("a", 1), ("b", 4), ("c", 16)))
+        4
+        """
+        top = max(values[name] for name, _ in grid)
+        return min(k for name, k in grid if values[name] == top)
+
+    def value(self, values: dict[str, float]) -> float:
+        """``log2 K*(high) − log2 K*(low)`` of one seed's ``values`` (strategy → metric)."""
+        return math.log2(self.best(values, self.high)) - math.log2(self.best(values, self.low))
 
 
 @dataclass(frozen=True)
@@ -66,7 +106,8 @@ class Claim:
     per seed, ``contender − baseline`` on
     ``metric``, or, when ``terms`` are given, the contrast ``Σ weight × metric(strategy)`` (e.g. an
     interaction of two factors, or a bound minus the loss it bounds); ``unit``: ``"points"`` for
-    accuracies (reported ×100), ``"bits"`` for losses in base 2.
+    accuracies (reported ×100), ``"bits"`` for losses in base 2, ``"doublings"`` for ``shift``
+    claims (the statistic is :class:`OptimumShift`'s, not a sum of terms).
     """
 
     id: str
@@ -84,11 +125,20 @@ class Claim:
     pilot_sd: dict[str, float] = field(default_factory=dict)
     design: str = ""
     theorem: bool = False
+    shift: OptimumShift | None = None
 
     @property
     def contrast(self) -> tuple[Term, ...]:
         """The terms of the statistic (default: ``+contender − baseline`` on ``metric``)."""
         return self.terms or (Term(self.contender, self.metric, 1.0), Term(self.baseline, self.metric, -1.0))
+
+    def measured_in(self, experiment: Experiment) -> Claim:
+        """This claim with its metrics as ``experiment`` reports them (:attr:`Experiment.metrics`)."""
+        if not experiment.metrics:
+            return self
+        swap = experiment.metrics
+        return replace(self, metric=swap.get(self.metric, self.metric),
+                       terms=tuple(replace(t, metric=swap.get(t.metric, t.metric)) for t in self.terms))
 
     def design_test(self, experiment: str) -> ClaimTest:
         """The claim's test with the pilot SD of ``experiment`` (the one that ran; ``None``: none)."""
@@ -105,19 +155,26 @@ _IMAGES: dict[str, dict[str, Any]] = {
     "simclr": {"loss.negatives": {"name": "uniform"}, "loss.objective": _INFONCE},
     "debiased": {"loss.negatives": {"name": "uniform"}, "loss.objective": _DEBIASED},
     "hard": {"loss.negatives": {"name": "hard", "beta": 1.0}, "loss.objective": _DEBIASED},
-    "ot": {"loss.negatives": {"name": "ot", "epsilon": 0.5}, "loss.objective": _DEBIASED},
+    # ε = 1 on the cost 2 − 2cos = ‖â − ĉ‖² is ε = 0.5 on Jiang et al.'s ½‖f(x) − f(x⁻)‖² (eq. 7),
+    # and tilts like β = 2t/ε = 1 at t = 0.5: as hard as the hard arm
+    "ot": {"loss.negatives": {"name": "ot", "epsilon": 1.0}, "loss.objective": _DEBIASED},
     "hard-6": {"loss.negatives": {"name": "hard", "beta": 6.0}, "loss.objective": _DEBIASED},
 }
 _LATENT: dict[str, dict[str, Any]] = {
     "uniform": {"loss.negatives": {"name": "uniform"}, "loss.objective": _DEBIASED},
+    "hard-0.5": {"loss.negatives": {"name": "hard", "beta": 0.5}, "loss.objective": _DEBIASED},
     "hard": {"loss.negatives": {"name": "hard", "beta": 1.0}, "loss.objective": _DEBIASED},
+    "hard-2": {"loss.negatives": {"name": "hard", "beta": 2.0}, "loss.objective": _DEBIASED},
     "infonce": {"loss.negatives": {"name": "uniform"}, "loss.objective": _INFONCE},
     "collision-free": {"loss.negatives": {"name": "uniform"}, "loss.objective": _INFONCE,
                        "loss.collision_free": True},
 }
-# Ash et al.'s collision-coverage trade-off: C classes x K negatives (standard negatives, collisions kept)
+# Ash et al.'s collision-coverage trade-off: C classes x K negatives (standard negatives, collisions
+# kept), K on a doubling grid that holds the theory's optimum of both C (K* = 3-4 at C = 4, 15-16
+# at C = 16: `hardneg theory optimal-k C`) and K beyond it
+_ASH_K = (1, 2, 4, 8, 16, 32)
 _ASH: dict[str, dict[str, Any]] = {
-    f"C{c}-K{k}": {"data.latent.num_classes": c, "loss.num_negatives": k} for c in (4, 16) for k in (1, 16)
+    f"C{c}-K{k}": {"data.latent.num_classes": c, "loss.num_negatives": k} for c in (4, 16) for k in _ASH_K
 }
 _GRAPHS: dict[str, dict[str, Any]] = {
     "infograph": {"loss.negatives": {"name": "uniform"}},
@@ -141,6 +198,14 @@ _QUIET: dict[str, Any] = {"eval.every_n_epochs": 0, "eval.figures": False}
 _RUNS: dict[str, Any] = {"compare.workers": 2, "train.threads": 1, **_QUIET}
 _SMALL: dict[str, Any] = {"compare.seeds": [0, 1, 2, 3, 4], **_RUNS}
 _FULL: dict[str, Any] = {"compare.seeds": list(range(10)), **_RUNS}
+
+
+# digits: the all-label linear readout is at 98.7-98.9 % (no room for the papers' effects); the
+# claims read the linear readout from 5 labels per class (SimCLR 62.7 %, 79.9 %, 89.2 %, 94.1 % at
+# 1, 2, 5, 10 labels per class on one 20-epoch run), averaged over 10 seeded draws
+_DIGITS_EVAL: dict[str, Any] = {
+    "eval.linear_shots": [5], "eval.shot_draws": 10, "eval.kwise": [], "eval.knn": False,
+}
 
 
 def _no_online_knn(budget: dict[str, Any]) -> dict[str, Any]:
@@ -172,10 +237,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             config="digits_compare",
             strategies=_IMAGES,
             budgets={
-                "small": {"train.epochs": 20, **_SMALL},
-                "full": {"train.epochs": 80, **_FULL},
+                "small": {"train.epochs": 20, **_DIGITS_EVAL, **_SMALL},
+                "full": {"train.epochs": 80, **_DIGITS_EVAL, **_FULL},
             },
-            setting="scikit-learn digits (8x8, embedded fallback), SmallCNN, SimCLR views, batch 256",
+            setting="scikit-learn digits (8x8, embedded fallback), SmallCNN, SimCLR views, batch 256; "
+                    "linear readout from 5 labels per class (mean of 10 seeded class-balanced draws: "
+                    "SimCLR's few-label evaluation, Chen et al., ICML 2020, §6; 5 as Arora et al.'s "
+                    "mu-5), since the all-label readout is at 99 %",
+            metrics={"linear_top1": "linear5shot_top1"},
         ),
         Experiment(
             id="latent",
@@ -186,7 +255,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "small": {"train.epochs": 10, **_SMALL, "compare.workers": 1},
                 "full": {"train.epochs": 30, **_FULL},
             },
-            setting="Arora et al.'s latent-class model: 10 classes, true positive pairs, MLP, batch 256",
+            setting="Arora et al.'s latent-class model: 10 classes, true positive pairs, MLP, batch 256; "
+                    "hard negatives at β = 0 (uniform), 0.5, 1 and 2",
         ),
         Experiment(
             id="ash_tradeoff",
@@ -198,8 +268,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "full": {"train.epochs": 5, "data.latent.train_size": 12800, "compare.seeds": list(range(10)),
                          "compare.workers": 2, "eval.figures": False},
             },
-            setting="Arora et al.'s latent-class model, C = 4 or 16 classes, tuples with K = 1 or 16 "
-                    "negatives drawn from the other items (collisions kept), MLP, batch 64",
+            setting="Arora et al.'s latent-class model, C = 4 or 16 classes, tuples with K = 1, 2, 4, 8, 16 "
+                    "or 32 negatives drawn from the other items (collisions kept), MLP, batch 64",
         ),
         Experiment(
             id="graphs",
@@ -268,6 +338,18 @@ def _sd(half_width_points: float, n: int = 5) -> float:
     return half_width_points / 100 * math.sqrt(n) / _T975[n - 1]
 
 
+def _trend(metric: str, levels: dict[str, float]) -> tuple[Term, ...]:
+    """The least-squares slope of ``metric`` on the levels, as a contrast: weights
+    ``(x − x̄) / Σ(x − x̄)²`` (strategy → level x).
+
+    >>> [round(t.weight, 4) for t in _trend("m", {"a": 0.0, "b": 1.0, "c": 2.0})]
+    [-0.5, 0.0, 0.5]
+    """
+    mean = sum(levels.values()) / len(levels)
+    ss = sum((x - mean) ** 2 for x in levels.values())
+    return tuple(Term(name, metric, (x - mean) / ss) for name, x in levels.items())
+
+
 _HCL = "Robinson et al. (ICLR 2021)"
 _JIANG = "Jiang, Ishwar, Aeron (arXiv:2111.03169)"
 _FIG2 = "absolute improvements of 3% and 7.3% over SimCLR on CIFAR100 and STL10"
@@ -280,19 +362,19 @@ CLAIMS: tuple[Claim, ...] = (
           f"{_HCL}, §5.1, Fig. 2 (effect: +3.0 points, CIFAR100)", "fashion_mnist", "simclr", "hard",
           "linear_top1", ClaimTest("superiority", paper_effect=0.03),
           pilot_sd={"fashion_mnist": _sd(0.71)},
-          design=f"{_PILOT} (Fashion-MNIST: ±0.71; digits: at the ceiling, no pilot: the run's own SD)"),
+          design=f"{_PILOT} (Fashion-MNIST: ±0.71; digits' 5-label readout: no pilot, the run's own SD)"),
     Claim("hard-beats-debiased", "Hard negatives improve on debiasing alone (beta = 1 vs beta = 0).",
           "absolute improvements over the best debiased baseline of 1.9% and 3.2%",
           f"{_HCL}, §5.1, Fig. 2 (effect: +1.9 points, CIFAR100)", "fashion_mnist", "debiased", "hard",
           "linear_top1", ClaimTest("superiority", paper_effect=0.019),
           pilot_sd={"fashion_mnist": _sd(0.85)},
-          design=f"{_PILOT} (Fashion-MNIST: ±0.85; digits: no pilot, the run's own SD)"),
+          design=f"{_PILOT} (Fashion-MNIST: ±0.85; digits' 5-label readout: no pilot, the run's own SD)"),
     Claim("debiasing-helps", "Debiasing with the class prior tau+ = 0.1 improves on SimCLR.",
           "All improve over the SimCLR baseline.",
           f"{_HCL}, §6.2, Fig. 4 (right), STL10: 84.26 % debiased vs 80.15 % SimCLR (effect +4.1 points)",
           "fashion_mnist", "simclr", "debiased", "linear_top1", ClaimTest("superiority", paper_effect=0.041),
           pilot_sd={"fashion_mnist": _sd(0.60)},
-          design=f"{_PILOT} (Fashion-MNIST: ±0.60; digits: no pilot, the run's own SD)"),
+          design=f"{_PILOT} (Fashion-MNIST: ±0.60; digits' 5-label readout: no pilot, the run's own SD)"),
     Claim("ot-matches-hard",
           "Entropic-OT negatives perform like HCL's hard negatives (parity, within 0.45 points).",
           "our proposed method ... can indeed match (and sometimes slightly exceed) the state-of-the-art "
@@ -300,15 +382,36 @@ CLAIMS: tuple[Claim, ...] = (
           f"{_JIANG}, §VII, Tables I-III (Debiased NCE rows, OT − HCL: +0.1 STL10, −0.3 CIFAR10, +0.2 "
           "CIFAR100 points)", "fashion_mnist", "hard", "ot",
           "linear_top1", ClaimTest("equivalence", margin=0.0045, paper_effect=-0.003),
-          pilot_sd={"fashion_mnist": _sd(1.04), "digits": _sd(0.36)},
+          pilot_sd={"fashion_mnist": _sd(1.04)},
           design="margin ±0.45 points: half of HCL's gain over SimCLR (92.1 − 91.2 = 0.9 points) in the "
                  "row where the paper's OT − HCL gap is largest (Table II, CIFAR10, Debiased NCE: −0.3); "
-                 f"{_PILOT} (Fashion-MNIST: ±1.04; digits: ±0.36)"),
+                 "the OT arm at the paper's cost scale, ½‖f(x) − f(x⁻)‖² with ε = 0.5 (eq. 7; here ε = 1 "
+                 "on ‖â − ĉ‖² = 2 − 2cos, the same coupling), whose tilt alone is β = t/ε = 1, the hard "
+                 "arm's β; "
+                 "as in each paper's code, the OT weights are constants in the backward pass and the hard "
+                 "weights are not; "
+                 f"{_PILOT} (Fashion-MNIST: ±1.04; digits' 5-label readout: no pilot, the run's own SD)"),
+    Claim("ot-beats-simclr", "Entropic-OT negatives improve on SimCLR.",
+          "Our proposed method clearly improves over the baseline. ... For Debiased NCE loss, the absolute "
+          "improvements over SimCLR are 3.2 and 2.0 percentage points on the STL10 and CIFAR100 datasets",
+          f"{_JIANG}, §VII, Tables I-III (effect: +2.0 points, CIFAR100, Debiased NCE)", "fashion_mnist",
+          "simclr", "ot", "linear_top1", ClaimTest("superiority", paper_effect=0.020),
+          pilot_sd={"fashion_mnist": _sd(0.71)},
+          design=f"{_PILOT}: hard − SimCLR's ±0.71 (Fashion-MNIST), the OT arm being as hard as the hard arm "
+                 "(ε at the paper's scale, see ot-matches-hard); digits' 5-label readout: no pilot, the "
+                 "run's own SD"),
     Claim("hard-helps-true-positives",
-          "With true positive pairs, hard negatives (beta = 1) beat uniform ones.",
+          "With true positive pairs, accuracy increases with the hardness beta (linear trend over "
+          "beta = 0, 0.5, 1, 2).",
           "when one uses true positive pairs during training ... the downstream performance monotonically "
-          "increases with β", f"{_HCL}, §6.1, Fig. 4 (middle)", "latent", "uniform", "hard", "linear_top1",
-          ClaimTest("superiority"), pilot_sd={"latent": _sd(0.49)}, design=f"{_PILOT} (±0.49)"),
+          "increases with β", f"{_HCL}, §6.1, Fig. 4 (middle)", "latent", "uniform", "hard-2", "linear_top1",
+          ClaimTest("superiority"),
+          pilot_sd={"latent": _sd(0.49) / math.sqrt(2 * 2.1875)},
+          design=f"{_PILOT} (hard − uniform ±0.49, so an arm's SD is that of the difference / √2, the "
+                 "slope's that / √Σ(β − β̄)² = / √2.1875, arms assumed independent); the trend test of a "
+                 "monotone claim: per seed, the least-squares slope of accuracy on β over the four arms "
+                 "(contrast weights (β − 0.875) / 2.1875; points per unit β)",
+          terms=_trend("linear_top1", {"uniform": 0.0, "hard-0.5": 0.5, "hard": 1.0, "hard-2": 2.0})),
     Claim("collision-free-helps", "Removing same-class negatives (collisions) improves the representation.",
           "We observe that artificially removing collisions improves the performance across all values of K",
           "Ash et al. (AISTATS 2022), §4, Fig. 3 (right)", "latent", "infonce", "collision-free", "mean_top1",
@@ -318,18 +421,31 @@ CLAIMS: tuple[Claim, ...] = (
           "Fig. 4 (left, middle) shows that for vision problems, taking larger β does not necessarily "
           "lead to better representations", f"{_HCL}, §6.1, Fig. 4 (left) (effect not stated in the text)",
           "fashion_mnist", "hard-6", "hard", "linear_top1", ClaimTest("superiority"),
-          pilot_sd={"fashion_mnist": _sd(0.95), "digits": _sd(0.68)},
-          design=f"{_PILOT} (Fashion-MNIST: ±0.95; digits: ±0.68)"),
+          pilot_sd={"fashion_mnist": _sd(0.95)},
+          design=f"{_PILOT} (Fashion-MNIST: ±0.95; digits' 5-label readout: no pilot, the run's own SD)"),
     Claim("optimal-k-grows-with-classes",
-          "The optimal number of negatives grows with the number of classes: going from K = 1 to K = 16 "
-          "negatives helps more with C = 16 classes than with C = 4 (the paired interaction contrast).",
+          "The optimal number of negatives grows with the number of classes: the best K of a grid "
+          "K = 1 ... 32 is larger with C = 16 classes than with C = 4.",
           "we find that the optimal choice of K, indicated by solid black circles, slowly increases as C "
           "increases. Both of these empirical findings support the theoretical predictions",
-          "Ash et al. (AISTATS 2022), §4, Fig. 3 (left), mean classifier (effect not stated in the text)",
-          "ash_tradeoff", "C16-K1", "C16-K16", "mean_top1", ClaimTest("superiority"),
-          pilot_sd={"ash_tradeoff": _sd(2.40, 10)}, design=f"{_PILOT} (±2.40 at 10 seeds)",
-          terms=(Term("C16-K16", "mean_top1", 1.0), Term("C16-K1", "mean_top1", -1.0),
-                 Term("C4-K16", "mean_top1", -1.0), Term("C4-K1", "mean_top1", 1.0))),
+          "Ash et al. (AISTATS 2022), §4, Fig. 3 (left), mean classifier (effect not stated in the text; "
+          "the theory's optimum K* ≈ C, Remark 2: 2 doublings from C = 4 to 16)",
+          "ash_tradeoff", "C4", "C16", "best K (log2)", ClaimTest("superiority"), unit="doublings",
+          design="no pilot for an argmax (a new statistic): the run's own SD decides; per seed, the argmax "
+                 "of accuracy over the K grid at each C, and the difference of their log2 (doublings of K); "
+                 "a t-test over the 10 seeds; the bootstrap interval (over seeds) of the argmax of the "
+                 "mean curve is printed beside it",
+          shift=OptimumShift("mean_top1", low=tuple((f"C4-K{k}", k) for k in _ASH_K),
+                             high=tuple((f"C16-K{k}", k) for k in _ASH_K))),
+    Claim("accuracy-decays-beyond-optimal-k",
+          "Beyond the optimal number of negatives accuracy decays: with C = 4 classes, K = 4 (the theory's "
+          "optimum) beats K = 32.",
+          "For a given number of classes C, performance improves as K increases and then slowly decays for "
+          "larger values of K", "Ash et al. (AISTATS 2022), §4, Fig. 3 (left), mean classifier (effect not "
+          "stated in the text: \"slowly decays\")", "ash_tradeoff", "C4-K32", "C4-K4", "mean_top1",
+          ClaimTest("superiority"),
+          design="no pilot (a contrast new in 0.3): the run's own SD decides; K = 4 is the theory's optimum "
+                 "at C = 4 (K* = 3-4, Remark 2), fixed before any run, not the grid's measured best"),
     Claim("arora-lemma-4-3-holds",
           "The mean classifier's supervised loss is within Arora et al.'s bound: L_sup^mu(f) <= "
           "(L_un(f) - tau) / (1 - tau), measured on held-out features of the trained encoders.",

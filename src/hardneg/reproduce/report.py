@@ -17,6 +17,7 @@ _COLUMNS = (
     "baseline_std", "contender_mean", "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high",
     "half_width", "wins", "seeds", "alpha_design", "mde_design", "mde_observed", "mde_basis", "seeds_needed",
     "p_value", "p_holm", "p_against", "p_against_holm", "p_smaller", "p_smaller_holm", "statistic", "unit",
+    "optimum",
     "folder", "command",
 )
 _NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
@@ -64,7 +65,7 @@ def _terms(r: dict[str, Any]) -> str:
 def _mde(r: dict[str, Any]) -> str:
     """``design / observed`` minimum detectable effects (``–`` where not computable)."""
     k, _ = _scale(r)
-    parts = [f"{k * v:.2f}" if k == 100.0 else f"{k * v:.3g}" if math.isfinite(v) else "–"
+    parts = [("–" if not math.isfinite(v) else f"{k * v:.2f}" if k == 100.0 else f"{k * v:.3g}")
              for v in (r.get("mde_design", math.nan), r.get("mde_observed", math.nan))]
     return " / ".join(parts)
 
@@ -163,6 +164,7 @@ def _claim_section(r: dict[str, Any]) -> list[str]:
         f"adjusted {_p(r.get('p_against_holm'))}{_smaller(r)}; the paper's effect: {_effect(r)}{mde} "
         f"(runs in `{r['folder']}`).",
         "",
+        *([f"*Optimum.* {r['optimum']}.", ""] if r.get("optimum") else []),
     ]
 
 

@@ -27,7 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.config.errors import ConfigError
-from hardneg.reproduce.claims import BUDGETS, CLAIMS, EXPERIMENTS, Claim, Experiment, planned_claims
+from hardneg.reproduce.claims import (
+    BUDGETS,
+    CLAIMS,
+    EXPERIMENTS,
+    Claim,
+    Experiment,
+    OptimumShift,
+    planned_claims,
+)
 
 __all__ = [
     "ReproduceInterrupted",
@@ -36,6 +44,7 @@ __all__ = [
     "command_for",
     "experiment_config",
     "judge_rows",
+    "optimum_bootstrap",
     "planned_claims",
     "report_stem",
     "resume_command",
@@ -156,6 +165,8 @@ def claim_values(
     (:attr:`Claim.contrast`; by default ``contender − baseline``), on the seeds where every term was
     measured. Returns ``(statistics, {"strategy metric": values})``.
     """
+    if claim.shift is not None:
+        return _shift_values(claim.shift, runs)
     terms = claim.contrast
     seeds = sorted(set.intersection(*(set(runs.get(t.strategy, {})) for t in terms)))
     stats: list[float] = []
@@ -171,6 +182,59 @@ def claim_values(
     return stats, sides
 
 
+def _grid_values(shift: OptimumShift, runs: Mapping[str, Mapping[int, Any]]) -> dict[int, dict[str, float]]:
+    """seed → strategy → metric, on the seeds where every strategy of the grid was measured."""
+    seeds = sorted(set.intersection(*(set(runs.get(name, {})) for name in shift.strategies)))
+    out: dict[int, dict[str, float]] = {}
+    for s in seeds:
+        try:
+            out[s] = {name: _value(runs[name][s], shift.metric) for name in shift.strategies}
+        except KeyError:  # a metric the run did not evaluate: that seed is not paired
+            continue
+    return out
+
+
+def _shift_values(
+    shift: OptimumShift, runs: Mapping[str, Mapping[int, Any]]
+) -> tuple[list[float], dict[str, list[float]]]:
+    """:func:`claim_values` of an :class:`~hardneg.reproduce.claims.OptimumShift` claim: per seed
+    ``log2 K*(high) − log2 K*(low)``, and each side's ``log2 K*``."""
+    grid = _grid_values(shift, runs)
+    low = [math.log2(shift.best(v, shift.low)) for v in grid.values()]
+    high = [math.log2(shift.best(v, shift.high)) for v in grid.values()]
+    stats = [shift.value(v) for v in grid.values()]
+    return stats, {"log2 best K, fewer classes": low, "log2 best K, more classes": high}
+
+
+def optimum_bootstrap(
+    shift: OptimumShift, runs: Mapping[str, Mapping[int, Any]], *, resamples: int = 2000, seed: int = 0
+) -> str:
+    """The argmax K of the seeds' mean curve at each number of classes, with its bootstrap 95 %
+    interval (seeds resampled with replacement, the same draw for every cell: the design is paired),
+    and the mean curves, as one sentence of the report."""
+    import numpy as np
+
+    grid = _grid_values(shift, runs)
+    if len(grid) < 2:
+        return ""
+    names = list(shift.strategies)
+    acc = np.array([[v[n] for n in names] for v in grid.values()])  # (seeds, cells)
+    rng = np.random.default_rng(seed)
+    draws = acc[rng.integers(0, len(acc), size=(resamples, len(acc)))].mean(axis=1)  # (resamples, cells)
+    parts = []
+    for label, cells in (("fewer classes", shift.low), ("more classes", shift.high)):
+        idx = [names.index(n) for n, _ in cells]
+        ks = np.array([k for _, k in cells])
+        mean_curve = acc[:, idx].mean(axis=0)
+        best = [int(ks[int(np.argmax(row))]) for row in draws[:, idx]]
+        lo = int(np.percentile(best, 2.5, method="lower"))
+        hi = int(np.percentile(best, 97.5, method="higher"))
+        curve = ", ".join(f"K={k}: {100 * m:.1f}" for k, m in zip(ks, mean_curve))
+        parts.append(f"{cells[0][0].split('-')[0]} ({label}): best K of the mean curve "
+                     f"{int(ks[int(np.argmax(mean_curve))])} (bootstrap 95 %: {lo}–{hi}; {curve} %)")
+    return "; ".join(parts)
+
+
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     import numpy as np
 
@@ -182,6 +246,10 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
 def _measured(claim: Claim, sides: Mapping[str, Sequence[float]]) -> dict[str, Any]:
     """Row fields: every term's mean ± std, and baseline/contender (the first term of each sign)."""
     out: dict[str, Any] = {"terms": {k: _mean_std(v) for k, v in sides.items()}}
+    if claim.shift is not None:  # the two sides' log2 K*, in the order (baseline, contender)
+        (out["baseline_mean"], out["baseline_std"]), (out["contender_mean"], out["contender_std"]) = (
+            out["terms"].values())
+        return out
     for side, positive in (("contender", True), ("baseline", False)):
         term = next(t for t in claim.contrast if (t.weight > 0) == positive)
         out[f"{side}_mean"], out[f"{side}_std"] = out["terms"][f"{term.strategy} {term.metric}"]
@@ -199,6 +267,9 @@ def _row(claim: Claim, **extra: Any) -> dict[str, Any]:
 
 def _statistic(claim: Claim) -> str:
     """The contrast in words: ``hard − simclr`` or ``(C16-K16 − C16-K1) − ...`` with metrics when mixed."""
+    if claim.shift is not None:
+        return (f"log2 argmax_K {claim.shift.metric}({claim.contender}) − "
+                f"log2 argmax_K {claim.shift.metric}({claim.baseline})")
     metrics = {t.metric for t in claim.contrast}
     parts = []
     for i, t in enumerate(claim.contrast):
@@ -360,10 +431,11 @@ def run_reproduce(
         from hardneg.pipeline.groups import run_seed
 
         runs = {label: {run_seed(r): r for r in rs} for label, rs in result.runs.items()}
-        for c in mine:
+        for c in (c.measured_in(exp) for c in mine):
             diffs[c.id], sides = claim_values(c, runs)
+            extra = {"optimum": optimum_bootstrap(c.shift, runs)} if c.shift is not None else {}
             rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder), experiment=exp.id,
-                             **_measured(c, sides)))
+                             **_measured(c, sides), **extra))
     judge_rows(rows, diffs, budget=budget, exploratory=exploratory)
     write_report(rows, root / budget, budget=budget, stem=stem, seconds=time.perf_counter() - start)
     return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start,
