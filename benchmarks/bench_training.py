@@ -59,7 +59,7 @@ def _config(setting: str, batch: int, steps: int, strategy: str) -> Any:
     return load_config("digits", [
         *over, "data.dataset=random", f"data.random_size={size}", "data.random_shape=[3,32,32]",
         "model.encoder=resnet18_cifar", "model.projection_dim=128", "model.hidden_dim=512",
-        "model.width=null", "model.feature_dim=null", f"train.batch_size={batch}",
+        f"train.batch_size={batch}",
     ])
 
 

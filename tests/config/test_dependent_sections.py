@@ -19,7 +19,7 @@ from hardneg.pipeline.config import dump_yaml, load_config, packaged_config_name
 # the keys each evaluation protocol reads, written out here (not taken from the schema under test)
 SHARED = {"figures", "batch_size"}
 READOUTS = SHARED | {"linear", "linear_C", "knn", "knn_k", "knn_temperature", "mean_classifier", "kwise",
-                     "kwise_tasks", "mean_shots", "every_n_epochs"}
+                     "kwise_tasks", "mean_shots", "linear_shots", "shot_draws", "every_n_epochs"}
 EVAL_KEYS = {
     "digits": READOUTS,
     "latent": READOUTS | {"latent_table"},

@@ -55,7 +55,7 @@ from hardneg.pipeline.resources import check_memory
 
 cfg = load_config("digits", [
     "data.dataset=random", "data.random_size=32", "data.random_shape=[3,32,32]",
-    "model.encoder=resnet18_cifar", "model.width=null", "model.feature_dim=null",
+    "model.encoder=resnet18_cifar",
     "model.hidden_dim=32", "model.projection_dim=16", "train.batch_size=8", "train.epochs=1",
 ])
 modality = get_modality(cfg.data.dataset)

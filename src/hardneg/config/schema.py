@@ -7,7 +7,9 @@ validated with the subclass of the chosen name (:func:`hardneg.pipeline.config.v
 
 - ``data`` and ``eval`` (:class:`DataSection`, :class:`EvalSection`): the subclasses the modality of
   ``data.dataset`` declares (:class:`hardneg.modalities.Modality`);
-- ``moco`` (:class:`MocoSection`): :func:`moco_section` of ``train.mode``.
+- ``moco`` (:class:`MocoSection`): :func:`moco_section` of ``train.mode``;
+- ``model`` (:class:`ModelSection`): the subclass registered for ``model.encoder``
+  (:mod:`hardneg.models.sections`).
 
 ``loss.negatives`` and ``loss.objective`` are *component sections* (``{name: hard, beta: 1.0}``)
 whose keys depend on the chosen ``name``: they are checked against the registries of
@@ -38,7 +40,7 @@ __all__ = [
     "LossConfig",
     "MocoConfig",
     "MocoSection",
-    "ModelConfig",
+    "ModelSection",
     "RunConfig",
     "Section",
     "SweepConfig",
@@ -79,17 +81,20 @@ class DataSection(Section):
     dataset: str = Field("digits", description="data set name (see `hardneg configs` and hardneg.modalities)")
 
 
-class ModelConfig(Section):
-    """Backbone ``f`` and projection head ``g``."""
+class ModelSection(Section):
+    """Base of every encoder's ``model`` section: the encoder's name.
 
-    encoder: str = Field("small_cnn", description="backbone name (see hardneg.models.ENCODER_NAMES)")
-    projection_dim: int = Field(64, ge=1, description="output size of the projection head")
-    hidden_dim: int = Field(256, ge=1, description="hidden width of the projection head")
-    width: int | None = Field(None, ge=1, description="small_cnn: first conv channels; mlp: hidden width")
-    feature_dim: int | None = Field(None, ge=1, description="small_cnn / mlp: representation size")
-    stem_stride: int | None = Field(None, ge=1, description="small_cnn: first conv's stride (2 for 28x28)")
-    layers: int | None = Field(None, ge=1, description="gin: GIN layers (3; width = hidden size, 32)")
-    bidirectional: bool = Field(False, description="gru: bidirectional (both final states concatenated)")
+    Each encoder declares its own subclass with the keys it reads (registered with it in
+    :mod:`hardneg.models.sections`); the pipeline validates ``model`` with the section of
+    ``model.encoder``, so a key another encoder reads is an error naming the keys that apply.
+    """
+
+    encoder: str = Field("small_cnn", description="encoder name (see hardneg.models.encoder_section_names)")
+
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the encoder's constructor that this section sets (a subclass maps
+        its keys; the base sets none)."""
+        return {}
 
 
 class AnnealConfig(Section):
@@ -270,7 +275,9 @@ class RunConfig(Section):
     data: SerializeAsAny[DataSection] = Field(
         default_factory=DataSection, description="the modality's data section (see hardneg.modalities)"
     )
-    model: ModelConfig = Field(default_factory=ModelConfig)
+    model: SerializeAsAny[ModelSection] = Field(
+        default_factory=ModelSection, description="the encoder's model section (see hardneg.models.sections)"
+    )
     loss: LossConfig = Field(default_factory=LossConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     moco: SerializeAsAny[MocoSection] = Field(

@@ -289,7 +289,7 @@ class Articles(Modality):
         """One batch of padded token ids (anchors and positives, blocks of b), the corpus pool of
         negatives, and the bag-of-words embeddings (a vocabulary of at least ``<pad>``, ``<unk>``)."""
         t: ArticlesText = cfg.data.text  # type: ignore[attr-defined]
-        dim = cfg.model.feature_dim or 100
+        dim = cfg.model.arguments()["dim"]  # the model section of bow (hardneg.models.sections)
         rows = cfg.train.batch_size * (1 + t.block_size)
         terms = [
             MemoryTerm("one batch of padded token ids", rows * t.max_length * INDEX,
@@ -307,7 +307,7 @@ class Articles(Modality):
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         from hardneg.models.bow import bag_of_words_encoder
 
-        encoder = bag_of_words_encoder(vocab_size=len(train.vocab), dim=cfg.model.feature_dim or 100)
+        encoder = bag_of_words_encoder(vocab_size=len(train.vocab), **cfg.model.arguments())
         if cfg.data.text.supervised:  # type: ignore[attr-defined]
             from hardneg.text.supervised import attach_output_layer
 

@@ -282,13 +282,6 @@ class Graphs(Modality):
             _check_tu(d)
         if d.dataset == "molecules":
             _molecule_folder(d)
-        for key in ("feature_dim", "stem_stride"):
-            value = getattr(cfg.model, key)
-            if value is not None:
-                raise ConfigError(
-                    f"invalid value for 'model.{key}': not used by gin (model.width = hidden width, "
-                    f"model.layers = GIN layers); must be null, got {value}"
-                )
         if d.graphs.released:
             _check_released(cfg)
 
@@ -321,7 +314,8 @@ class Graphs(Modality):
         """InfoGraph's training state — K GIN layers (two ``w × w`` linear maps each) and two
         discriminator heads of four ``(K w) × (K w)`` maps on the concatenated layers — and one
         batch's node activations (at least one node per graph)."""
-        width, layers = cfg.model.width or 32, cfg.model.layers or 3
+        gin = cfg.model.arguments()  # the model section of gin (hardneg.models.sections)
+        width, layers = gin["hidden"], gin["num_layers"]
         params = (2 * layers - 1) * width * width + 2 * 4 * (layers * width) ** 2
         keys = ("model.layers", "model.width")
         nodes = cfg.train.batch_size * layers * width * FLOAT * 2
@@ -331,10 +325,7 @@ class Graphs(Modality):
     def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
         from hardneg.models.gin import seeded_infograph_model
 
-        m = cfg.model
-        return seeded_infograph_model(
-            in_dim=int(train.num_features), hidden=m.width or 32, num_layers=m.layers or 3, seed=cfg.seed
-        )
+        return seeded_infograph_model(in_dim=int(train.num_features), seed=cfg.seed, **cfg.model.arguments())
 
     def step(
         self,

@@ -180,7 +180,7 @@ class Images(Modality):
             encoder = configured_encoder(cfg.model, in_channels=channels)
         params = sum(p.numel() for p in encoder.parameters())
         keys = ["model.encoder", *(f"model.{k}" for k in ("width", "feature_dim", "hidden_dim")
-                                   if getattr(cfg.model, k) is not None)]
+                                   if getattr(cfg.model, k, None) is not None)]
         views = 2 * cfg.train.batch_size * pixels * FLOAT
         view_keys = ("train.batch_size", *(("data.random_shape",) if d.dataset == "random" else ()))
         return [*terms,

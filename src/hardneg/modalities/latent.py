@@ -171,7 +171,7 @@ class Latent(Modality):
             encoder = configured_encoder(cfg.model, in_dim=dim)
         params = sum(p.numel() for p in encoder.parameters())
         keys = [dim_key, *(f"model.{k}" for k in ("width", "feature_dim", "hidden_dim")
-                           if getattr(cfg.model, k) is not None)]
+                           if getattr(cfg.model, k, None) is not None)]
         block = cfg.data.block_size  # type: ignore[attr-defined]
         pairs = (lat.train_size + lat.test_size) * (1 + block) * dim * FLOAT
         what = "means" if lat.kind == "gaussian" else "topics"

@@ -288,7 +288,7 @@ class Sentences(Modality):
         """One window of padded token ids, the two encoders' outputs for it, and their training
         state (word embeddings for a vocabulary of at least ``<pad>``, ``<unk>``; the GRU's gates)."""
         t: SentencesText = cfg.data.text  # type: ignore[attr-defined]
-        m = cfg.model
+        m: Any = cfg.model  # bow's or gru's model section (hardneg.models.sections)
         dim = m.feature_dim or 100
         rows = t.window
         params = 2 * dim
@@ -316,18 +316,12 @@ class Sentences(Modality):
         from hardneg.models.gru import GRUEncoder
         from hardneg.text.quickthoughts import QuickThoughts
 
-        m = cfg.model
-        dim = m.feature_dim or 100
+        m = cfg.model  # bow's or gru's model section (hardneg.models.sections)
 
         def one() -> nn.Module:
             if m.encoder == "gru":
-                return GRUEncoder(
-                    vocab_size=len(train.vocab),
-                    embedding_dim=m.width or 100,
-                    hidden_dim=dim,
-                    bidirectional=m.bidirectional,
-                )
-            return BagOfWords(vocab_size=len(train.vocab), dim=dim)
+                return GRUEncoder(vocab_size=len(train.vocab), **m.arguments())
+            return BagOfWords(vocab_size=len(train.vocab), **m.arguments())
 
         return QuickThoughts(f=one(), g=one())
 

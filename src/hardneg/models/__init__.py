@@ -4,6 +4,7 @@ from hardneg.models.encoder import ENCODER_NAMES, Encoder, build_backbone, build
 from hardneg.models.heads import ProjectionHead
 from hardneg.models.mlp import MLPEncoder
 from hardneg.models.resnet_cifar import ResNetCIFAR, resnet18_cifar, resnet50_cifar
+from hardneg.models.sections import encoder_section, encoder_section_names, register_encoder_section
 from hardneg.models.small_cnn import SmallCNN
 
 __all__ = [
@@ -15,6 +16,9 @@ __all__ = [
     "SmallCNN",
     "build_backbone",
     "build_encoder",
+    "encoder_section",
+    "encoder_section_names",
+    "register_encoder_section",
     "resnet18_cifar",
     "resnet50_cifar",
 ]

@@ -1,10 +1,9 @@
-"""The ``model`` section of a run to an encoder: backbone + projection head, sized for the inputs.
+"""The ``model`` section of a run to an encoder of :func:`~hardneg.models.build_encoder`, sized for the data.
 
-The one place where ``model.width`` / ``model.feature_dim`` / ``model.stem_stride`` are mapped to
-a backbone's constructor arguments (``small_cnn``: channels, representation size, stride of the
-first convolution; ``mlp``: hidden width, representation size), and the one table of which
-``model`` keys each encoder reads (:data:`MODEL_KEYS`): a key an encoder does not read is an
-error naming it and the keys it takes.
+The section of ``model.encoder`` (:mod:`hardneg.models.sections`) maps its keys to the constructor's
+arguments (``small_cnn``: channels, representation size, stride of the first convolution; ``mlp``:
+hidden width, representation size; both: the projection head's sizes); the data gives the inputs'
+size. Which keys apply to which encoder is the section's schema, checked when the config is loaded.
 """
 
 from __future__ import annotations
@@ -16,54 +15,58 @@ from hardneg.config.errors import ConfigError
 if TYPE_CHECKING:
     from torch import nn
 
-    from hardneg.config.schema import ModelConfig
+    from hardneg.config.schema import ModelSection
 
-__all__ = ["MODEL_KEYS", "check_model_keys", "configured_encoder"]
-
-# The keys of the ``model`` section (besides ``encoder``) that each encoder reads; a key set away
-# from its default for an encoder that does not read it is an error, not silently ignored.
-MODEL_KEYS: dict[str, frozenset[str]] = {
-    "small_cnn": frozenset({"width", "feature_dim", "stem_stride", "projection_dim", "hidden_dim"}),
-    "mlp": frozenset({"width", "feature_dim", "projection_dim", "hidden_dim"}),
-    "resnet18_cifar": frozenset({"projection_dim", "hidden_dim"}),
-    "resnet50_cifar": frozenset({"projection_dim", "hidden_dim"}),
-    "gin": frozenset({"width", "layers"}),  # width = hidden size; InfoGraph's heads have no projection
-    "bow": frozenset({"feature_dim"}),  # word-embedding size; the loss sees f(x) itself
-    "gru": frozenset({"width", "feature_dim", "bidirectional"}),  # word embeddings, hidden state
-}
+__all__ = ["configured_encoder", "encoder_config"]
 
 
-def check_model_keys(m: ModelConfig) -> None:
-    """Raise ``ConfigError`` for a ``model`` key set away from its default that ``model.encoder`` does
-    not read (an encoder missing from :data:`MODEL_KEYS` is not checked)."""
-    reads = MODEL_KEYS.get(m.encoder)
-    if reads is None:
-        return
-    for key, field in type(m).model_fields.items():
-        if key == "encoder" or key in reads:
-            continue
-        value = getattr(m, key)
-        if value != field.default:
-            takes = ", ".join(f"model.{k}" for k in sorted(reads)) or "no other model key"
-            raise ConfigError(
-                f"invalid value for 'model.{key}': not used by model.encoder {m.encoder!r} (it takes "
-                f"{takes}); leave it at {field.default!r}, got {value!r}"
-            )
+def encoder_config(m: ModelSection) -> ModelSection:
+    """``m`` as the section of its encoder: a section validated by the pipeline is returned as is, a
+    bare :class:`~hardneg.config.ModelSection` (``RunConfig()``'s default) is validated with the
+    section registered for ``m.encoder`` (raises :class:`ConfigError` naming the key that does not
+    apply or the registered encoders)."""
+    from pydantic import ValidationError
+
+    from hardneg.config.errors import from_validation_error
+    from hardneg.models.sections import encoder_section
+
+    try:
+        schema = encoder_section(m.encoder)
+    except ValueError as err:
+        raise ConfigError(f"invalid value for 'model.encoder': {err}") from None
+    if isinstance(m, schema):
+        return m
+    try:
+        return schema.model_validate(m.model_dump())
+    except ValidationError as err:
+        raise from_validation_error(err, schema, "model") from None
 
 
-def configured_encoder(m: ModelConfig, **inputs: Any) -> nn.Module:
-    """``build_encoder(model.encoder, ...)`` with the section's sizes; ``inputs`` = the data's
-    (``in_channels`` for images, ``in_dim`` for vectors)."""
-    from hardneg.models import build_encoder
+def configured_encoder(m: ModelSection, **inputs: Any) -> nn.Module:
+    """``build_encoder(model.encoder, **section.arguments(), **inputs)``: the encoder of the ``model``
+    section ``m``, sized for the data's ``inputs`` (``in_channels`` for images, ``in_dim`` for vectors).
 
-    check_model_keys(m)
-    kwargs: dict[str, Any] = dict(inputs)
-    if m.width is not None and m.encoder == "mlp":
-        kwargs["hidden_dims"] = (m.width,)
-    elif m.width is not None:
-        kwargs["width"] = m.width
-    if m.feature_dim is not None:
-        kwargs["feature_dim"] = m.feature_dim
-    if m.stem_stride is not None:
-        kwargs["stem_stride"] = m.stem_stride
-    return build_encoder(m.encoder, projection_dim=m.projection_dim, hidden_dim=m.hidden_dim, **kwargs)
+    Args:
+        m: the run's ``model`` section (``cfg.model``).
+        **inputs: the backbone's input size.
+
+    Raises:
+        ConfigError: ``model.encoder`` is not an encoder of :func:`~hardneg.models.build_encoder`
+            (``gin``, ``bow`` and ``gru`` are built by their modalities from
+            ``cfg.model.arguments()``).
+
+    Example:
+        >>> from hardneg.models.sections import MLPSection
+        >>> enc = configured_encoder(MLPSection(encoder="mlp", width=8, feature_dim=4), in_dim=3)
+        >>> enc.feature_dim, enc.projection_dim
+        (4, 64)
+    """
+    from hardneg.models import ENCODER_NAMES, build_encoder
+
+    section = encoder_config(m)
+    if section.encoder not in ENCODER_NAMES:
+        raise ConfigError(
+            f"invalid value for 'model.encoder': configured_encoder builds one of {list(ENCODER_NAMES)}, "
+            f"got {section.encoder!r} (its modality builds it from cfg.model.arguments())"
+        )
+    return build_encoder(section.encoder, **section.arguments(), **inputs)

@@ -43,7 +43,7 @@ from hardneg.config import (
     LossConfig,
     MocoConfig,
     MocoSection,
-    ModelConfig,
+    ModelSection,
     RunConfig,
     Section,
     SweepConfig,
@@ -53,7 +53,7 @@ from hardneg.config import (
     unknown_key,
 )
 from hardneg.modalities import Modality, dataset_names, get_modality
-from hardneg.models.configured import check_model_keys
+from hardneg.models.sections import encoder_section, encoder_section_names
 
 __all__ = [
     "COMPONENT_SECTIONS",
@@ -65,7 +65,7 @@ __all__ = [
     "LossConfig",
     "MocoConfig",
     "MocoSection",
-    "ModelConfig",
+    "ModelSection",
     "RunConfig",
     "SweepConfig",
     "TrainConfig",
@@ -88,7 +88,9 @@ _LEAF_DICTS = {"sweep.grid", "trainer", *COMPONENT_SECTIONS}  # dict-valued keys
 _FREE_SECTIONS = ("trainer",)  # any key (checked against lightning.Trainer by validate())
 _DEFAULT_DATASET: str = DataSection.model_fields["dataset"].default
 _DEFAULT_MODE: str = TrainConfig.model_fields["mode"].default
-_CHOOSERS = ("data.dataset", "train.mode")  # the keys that choose the schema of a dependent section
+_DEFAULT_ENCODER: str = ModelSection.model_fields["encoder"].default
+# the keys that choose the schema of a dependent section
+_CHOOSERS = ("data.dataset", "train.mode", "model.encoder")
 _FLOAT = re.compile(r"^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$", re.IGNORECASE)
 
 
@@ -167,7 +169,8 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     A component's ``name`` is set before its other keys, and a new name starts the section anew.
     """
     ordered = sorted(overrides.items(), key=lambda kv: not kv[0].endswith(".name"))
-    # another modality's data / eval sections (another mode's moco section) first, then their keys
+    # another modality's data / eval sections (another mode's moco section, another encoder's model
+    # section) first, then their keys
     _retarget(data, {k: overrides[k] for k in _CHOOSERS if k in overrides})
     ordered.sort(key=lambda kv: kv[0] not in _CHOOSERS)
     for dotted, value in ordered:
@@ -282,6 +285,22 @@ def _modalities_declaring(attr: str) -> Callable[[str], list[str]]:
     return owners
 
 
+def _encoders_declaring(key: str) -> list[str]:
+    return [name for name in encoder_section_names() if key in encoder_section(name).model_fields]
+
+
+def _encoder(name: Any, modality: Modality, by: str) -> type[Section]:
+    """The ``model`` section of the encoder ``name``, which the modality ``by`` names must accept."""
+    try:
+        return encoder_section(name)
+    except ValueError as err:
+        if isinstance(name, str) and name in modality.encoders:  # a user's encoder without its section
+            raise ConfigError(f"invalid value for 'model.encoder': {err}") from None
+        raise ConfigError(
+            f"invalid value for 'model.encoder': {by} takes one of {sorted(modality.encoders)}, got {name!r}"
+        ) from None
+
+
 def _moco_modes(key: str) -> list[str]:
     return [f"train.mode {mode!r}" for mode in typing.get_args(TrainConfig.model_fields["mode"].annotation)
             if key in moco_section(mode).model_fields]
@@ -291,14 +310,19 @@ def dependent_sections(data: dict[str, Any]) -> dict[str, Dependent]:
     """The name-dependent sections of the nested config ``data`` and their schemas, one mechanism
     for all: ``data`` and ``eval`` are the sections of the modality serving ``data.dataset``
     (:class:`~hardneg.modalities.Modality` ``section`` / ``eval_section``), ``moco`` is that of
-    ``train.mode`` (:func:`~hardneg.config.schema.moco_section`). Raises :class:`ConfigError` for
-    a ``data.dataset`` no modality serves."""
+    ``train.mode`` (:func:`~hardneg.config.schema.moco_section`), ``model`` that of
+    ``model.encoder`` (:func:`~hardneg.models.sections.encoder_section`). Raises
+    :class:`ConfigError` for a ``data.dataset`` no modality serves or a ``model.encoder`` without
+    a registered section."""
     dataset = _chosen(data, "data", "dataset", _DEFAULT_DATASET)
     modality = _modality(dataset)
     by = f"data.dataset {dataset!r} ({modality.name})"
     mode = _chosen(data, "train", "mode", _DEFAULT_MODE)
+    encoder = _chosen(data, "model", "encoder", _DEFAULT_ENCODER)
     return {
         "data": Dependent(modality.section, by, {"dataset": dataset}, _modalities_declaring("section")),
+        "model": Dependent(_encoder(encoder, modality, by), f"model.encoder {encoder!r}",
+                           {"encoder": encoder}, _encoders_declaring),
         "eval": Dependent(modality.eval_section, by, {}, _modalities_declaring("eval_section")),
         "moco": Dependent(moco_section(str(mode)), f"train.mode {mode!r}", {}, _moco_modes),
     }
@@ -308,7 +332,7 @@ def _unknown(data: dict[str, Any], prefix: str, key: str, valid: list[str]) -> C
     """:func:`unknown_key`, which for a key of a name-dependent section also names the choice whose
     keys apply and the choices the key applies to."""
     top = prefix.split(".")[0]
-    if prefix != top or top not in ("data", "eval", "moco") or not isinstance(data, dict):
+    if prefix != top or top not in ("data", "model", "eval", "moco") or not isinstance(data, dict):
         return unknown_key(prefix, key, valid)  # a sub-section's keys do not depend on the choice
     try:
         dep = dependent_sections(data)[top]
@@ -324,9 +348,11 @@ def _unknown(data: dict[str, Any], prefix: str, key: str, valid: list[str]) -> C
     return ConfigError(f"{unknown_key(prefix, key, valid)} (those of {dep.chosen_by}){applies}")
 
 
-def _defaults(dataset: str = _DEFAULT_DATASET, mode: str = _DEFAULT_MODE) -> dict[str, Any]:
+def _defaults(
+    dataset: str = _DEFAULT_DATASET, mode: str = _DEFAULT_MODE, encoder: str = _DEFAULT_ENCODER
+) -> dict[str, Any]:
     base = RunConfig().model_dump(mode="python")
-    choice = {"data": {"dataset": dataset}, "train": {"mode": mode}}
+    choice = {"data": {"dataset": dataset}, "train": {"mode": mode}, "model": {"encoder": encoder}}
     for name, dep in dependent_sections(choice).items():
         base[name] = dep.defaults(name)
     return base
@@ -334,8 +360,9 @@ def _defaults(dataset: str = _DEFAULT_DATASET, mode: str = _DEFAULT_MODE) -> dic
 
 def _retarget(data: dict[str, Any], chosen: dict[str, Any]) -> None:
     """A name that chooses a section's schema set to another value (``data.dataset`` of another
-    modality, another ``train.mode``): start each section whose schema changes anew, keeping the
-    values of the keys both schemas have (e.g. ``data.root``, ``eval.batch_size``)."""
+    modality, another ``train.mode`` or ``model.encoder``): start each section whose schema changes
+    anew, keeping the values of the keys both schemas have (e.g. ``data.root``, ``eval.batch_size``,
+    ``model.feature_dim``)."""
     if not chosen:
         return
     after: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
@@ -357,10 +384,11 @@ def _retarget(data: dict[str, Any], chosen: dict[str, Any]) -> None:
 
 
 def _drop_inapplicable(user: dict[str, Any], base: dict[str, Any]) -> None:
-    """A run folder's ``config.yaml`` written before ``eval`` and ``moco`` depended on the modality
-    and the mode holds every ``eval`` and ``moco`` key; those that do not apply were ignored when the
-    run trained, and are dropped when it is read."""
-    for name in ("eval", "moco"):
+    """A run folder's ``config.yaml`` written before ``eval``, ``moco`` and ``model`` depended on the
+    modality, the mode and the encoder holds every ``eval``, ``moco`` and ``model`` key; those that
+    do not apply were ignored when the run trained (left at their defaults, for ``model``), and are
+    dropped when it is read."""
+    for name in ("eval", "moco", "model"):
         section, known = user.get(name), base.get(name)
         if isinstance(section, dict) and isinstance(known, dict):
             user[name] = {k: v for k, v in section.items() if k in known}
@@ -499,7 +527,6 @@ def _check_cross(cfg: RunConfig, modality: Modality) -> None:
         raise ConfigError(
             f"invalid value for 'eval.every_n_epochs': {name} has no online kNN; must be 0, got {online}"
         )
-    check_model_keys(cfg.model)
     if cfg.train.gradient_clip_norm is not None and cfg.train.grad_cache_chunk is not None:
         raise ConfigError(
             "invalid value for 'train.gradient_clip_norm': GradCache steps the optimiser itself; must be "
@@ -587,11 +614,11 @@ def load_config(
     """Load a YAML config (path or packaged name; ``None`` = defaults) and apply overrides.
 
     The defaults of ``data`` and ``eval`` are those of the modality of the file's ``data.dataset``
-    (``digits`` without one), those of ``moco`` those of its ``train.mode``; an override of
-    ``data.dataset`` to another modality's data set (of ``train.mode``) starts those sections anew,
-    keeping the values of the keys both schemas have. A run folder's ``config.yaml`` written by an
-    older hardneg may hold ``eval`` / ``moco`` keys that do not apply: they had no effect, and are
-    dropped. ``check_groups``:
+    (``digits`` without one), those of ``moco`` those of its ``train.mode``, those of ``model`` those
+    of its ``model.encoder``; an override of ``data.dataset`` to another modality's data set (of
+    ``train.mode``, of ``model.encoder``) starts those sections anew, keeping the values of the keys
+    both schemas have. A run folder's ``config.yaml`` written by an older hardneg may hold ``eval`` /
+    ``moco`` / ``model`` keys that do not apply: they had no effect, and are dropped. ``check_groups``:
     also validate the compare strategies and sweep points (the group runner validates the jobs of
     the group it runs anyway, before writing anything).
     """
@@ -604,8 +631,10 @@ def load_config(
     # the file's data set and mode give the defaults; an override of either retargets in apply_overrides
     dataset = _chosen(user, "data", "dataset", _DEFAULT_DATASET)
     mode = _chosen(user, "train", "mode", _DEFAULT_MODE)
+    encoder = _chosen(user, "model", "encoder", _DEFAULT_ENCODER)
     base = _defaults(dataset if isinstance(dataset, str) else _DEFAULT_DATASET,
-                     mode if isinstance(mode, str) else _DEFAULT_MODE)
+                     mode if isinstance(mode, str) else _DEFAULT_MODE,
+                     encoder if isinstance(encoder, str) else _DEFAULT_ENCODER)
     if path is not None and _is_run_record(path):
         _drop_inapplicable(user, base)
     _deep_merge(base, user, "")

@@ -90,7 +90,7 @@ def queue_terms(cfg: RunConfig, anchors: int) -> list[MemoryTerm]:
 
     if cfg.train.mode != "moco" or not isinstance(cfg.moco, MocoConfig):
         return []
-    size, dim = cfg.moco.queue_size, cfg.model.projection_dim
+    size, dim = cfg.moco.queue_size, getattr(cfg.model, "projection_dim", 0)  # encoders with a head
     scores = min(2 * anchors * size * FLOAT, cfg.loss.memory_budget)
     return [MemoryTerm(f"the MoCo queue of {size} keys of dimension {dim}", size * (dim * FLOAT + INDEX),
                        ("moco.queue_size", "model.projection_dim")),
