@@ -299,3 +299,21 @@ def test_two_views_train_with_the_engines_step_tuples_with_their_own():
     tuples = load_config("latent_classes", ["data.layout=tuples", "loss.num_negatives=1"])
     assert not Latent().own_step(pairs) and Latent().own_step(tuples)
     load_config("latent_classes", ["train.grad_cache_chunk=32"])  # allowed with the engine's step
+
+
+def test_latent_splits_are_drawn_once_per_section_and_each_caller_gets_its_own_copy() -> None:
+    """The runs of a comparison share the (seeded) data; a caller editing its split in place
+    cannot change what the next run gets."""
+    from hardneg.data import vectors
+
+    vectors._latent_splits.cache_clear()
+    kwargs = {"num_classes": 3, "input_dim": 4, "train_size": 12, "test_size": 6, "seed": 5}
+    a_train, a_test = vectors.load_latent_splits(**kwargs)
+    a_train.inputs.zero_()
+    a_test.labels.fill_(-1)
+    b_train, b_test = vectors.load_latent_splits(**kwargs)
+    assert vectors._latent_splits.cache_info().hits == 1
+    vectors._latent_splits.cache_clear()
+    c_train, c_test = vectors.load_latent_splits(**kwargs)  # drawn afresh: the same numbers
+    assert torch.equal(b_train.inputs, c_train.inputs) and torch.equal(b_test.labels, c_test.labels)
+    assert torch.equal(b_train.positives, c_train.positives) and bool(b_train.inputs.abs().sum() > 0)
