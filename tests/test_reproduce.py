@@ -33,7 +33,7 @@ def test_every_claim_names_a_runnable_experiment_its_strategies_and_its_source()
     for claim in CLAIMS:
         exp = EXPERIMENTS[claim.experiment]
         assert claim.source and claim.quote and claim.text.endswith(".")
-        assert claim.unit in ("points", "bits", "doublings")
+        assert claim.unit in ("points", "bits", "doublings", "cosine")
         if claim.shift is not None:  # an argmax over a grid: every cell is a strategy
             assert set(claim.shift.strategies) <= set(exp.strategies) and claim.unit == "doublings"
             continue
@@ -494,6 +494,29 @@ def test_arora_lemma_4_3_is_measured_from_the_run_folder_features(tmp_path: Path
         derived_metric(tmp_path / "empty", "lemma_4_3_bound")
     with pytest.raises(KeyError, match="unknown derived metric 'nope'"):
         derived_metric(tmp_path / "run", "nope")
+
+
+def test_ot_hardness_is_the_coupling_weighted_negative_cosine_by_pot(tmp_path: Path) -> None:
+    """Jiang et al.'s property 1 on a run's features, re-derived with POT's Sinkhorn in float64:
+    the conditional coupling P*(j | i) of uniform marginals, cost 2 − 2cos (self-pairs excluded)."""
+    import ot
+
+    features, _ = _write_features(tmp_path / "run")
+    h = features[:512].astype(np.float64)
+    h /= np.linalg.norm(h, axis=1, keepdims=True)
+    cos = h @ h.T
+    n = len(h)
+    got = {}
+    for eps in (0.5, 2.0):
+        cost = 2.0 - 2.0 * cos
+        np.fill_diagonal(cost, 1e4)  # a self-pair is never a negative: exp(-1e4 / eps) = 0
+        plan = ot.sinkhorn(np.full(n, 1 / n), np.full(n, 1 / n), cost, reg=eps, numItermax=20000,
+                           stopThr=1e-12, method="sinkhorn_log")
+        cond = plan / plan.sum(axis=1, keepdims=True)
+        expected = float(np.mean((cond * cos).sum(axis=1)))
+        got[eps] = derived_metric(tmp_path / "run", f"ot_hardness_eps{eps:g}")
+        assert got[eps] == pytest.approx(expected, abs=1e-6)
+    assert got[0.5] > got[2.0]  # harder at the smaller ε
 
 
 def test_a_report_in_bits_prints_the_bound_claim_in_bits() -> None:

@@ -12,6 +12,12 @@ assumes). Both sides are measured on the run's test features (``features.npz``: 
 representation of held-out latent-class samples, whose same-class pairs follow the training
 distribution of positive pairs) by :func:`hardneg.theory.measure.measure_bounds`, with the
 empirical class prior and Gen_M omitted (population quantities of the empirical distribution).
+
+Jiang, Ishwar, Aeron (arXiv:2111.03169), §VI-A, property 1: "the hardness of negative samples
+decreases as ε increases". Measured on a run's test features (the first 512, L2-normalised, each
+against the others as candidates): the mean cosine of an anchor's negatives weighted by the entropic
+OT coupling (:class:`~hardneg.negatives.OptimalTransport`, temperature 0.5, the library's cost
+``‖â − ĉ‖²``) at a small and a large ε, ``ot_hardness_eps{ε}``.
 """
 
 from __future__ import annotations
@@ -44,9 +50,44 @@ def _features_lemma(run_dir: Path) -> dict[str, float]:
     return _lemma_4_3(run_dir, path.stat().st_mtime_ns)
 
 
+OT_EPSILONS = (0.5, 2.0)  # the library's scale: the paper's ε = 0.25 and 1 (its cost is half)
+_OT_ANCHORS = 512
+
+
+@lru_cache(maxsize=64)
+def _ot_hardness(run_dir: Path, mtime_ns: int) -> dict[str, float]:
+    import torch
+
+    from hardneg.negatives import OptimalTransport
+    from hardneg.scores import pair_scores
+    from hardneg.theory.measure import load_features
+
+    del mtime_ns  # part of the cache key only
+    features, _ = load_features(run_dir)
+    h = torch.nn.functional.normalize(torch.as_tensor(features[:_OT_ANCHORS], dtype=torch.float64), dim=1)
+    mask = ~torch.eye(h.shape[0], dtype=torch.bool)
+    scores = pair_scores(h, h, h, temperature=0.5, mask=mask)
+    cosine = h @ h.T
+    out = {}
+    for eps in OT_EPSILONS:
+        log_w = OptimalTransport(epsilon=eps).log_weights(scores)
+        assert log_w is not None
+        q = torch.softmax(log_w, dim=1)  # the coupling's conditional law of the negatives (0 off the mask)
+        out[f"ot_hardness_eps{eps:g}"] = float((q * cosine.masked_fill(~mask, 0.0)).sum(dim=1).mean())
+    return out
+
+
+def _features_ot(run_dir: Path) -> dict[str, float]:
+    path = run_dir / "features.npz"
+    if not path.is_file():
+        raise FileNotFoundError(f"no features file at {path}: the run did not save its test features")
+    return _ot_hardness(run_dir, path.stat().st_mtime_ns)
+
+
 DERIVED: dict[str, Callable[[Path], dict[str, float]]] = {
     LEMMA_4_3_MEASURED: _features_lemma,
     LEMMA_4_3_BOUND: _features_lemma,
+    **{f"ot_hardness_eps{eps:g}": _features_ot for eps in OT_EPSILONS},
 }
 """Metric name → the function computing it (with its siblings) from a run folder."""
 
