@@ -10,11 +10,18 @@ Not part of the tests (CI has no GPU). Prints, on the first CUDA device:
    16 384 (2B views), so that ``SPEED_CROSSOVER["cuda"]`` can be set from a measurement;
 3. large batches: the tiled engine's time against the matmul floor at B = 32 768 and 65 536 (and
    larger while it fits), i.e. whether the per-tile element-wise passes or the matrix products
-   dominate; with ``--compiled`` also the ``torch.compile``-fused tile body.
+   dominate; with ``--compiled`` also the ``torch.compile``-fused tile body;
+4. ``--per-call`` (alone with ``--only-per-call``): where most people train, the per-call cost of a
+   small batch on the GPU (each extra small operation is a kernel launch, each host read a stall):
+   fwd+bwd of SimCLR against a hand-written ``F.cross_entropy`` NT-Xent and of hard + debiased
+   against SimCLR at B = 8 … 1024 (d = 128), medians of per-round ratios; and a MoCo step over a
+   queue of 65 536 unit keys (B = 256, t = 0.2): uniform against its two-matmul floor, Hard(β = 0.2)
+   against uniform.
 
 Run::
 
     PYTHONPATH=src python3 benchmarks/bench_gpu.py [--max-b 131072] [--compiled] [--json OUT]
+    PYTHONPATH=src python3 benchmarks/bench_gpu.py --only-per-call
 """
 
 from __future__ import annotations
@@ -145,6 +152,94 @@ def speed(device: str, sizes: list[int], large: list[int], reps: int,
     return rows
 
 
+def _handwritten(z1: torch.Tensor, z2: torch.Tensor, t: float = 0.5) -> torch.Tensor:
+    """SimCLR's NT-Xent as most code writes it (normalise, one product, diagonal masked)."""
+    b = z1.shape[0]
+    v = torch.nn.functional.normalize(torch.cat([z1, z2]), dim=1)
+    s = (v @ v.T / t).fill_diagonal_(float("-inf"))
+    return torch.nn.functional.cross_entropy(s, torch.arange(2 * b, device=v.device).roll(b))
+
+
+def _paired_ms(fns: dict[str, object], rounds: int, calls: int) -> dict[str, list[float]]:
+    """Per round and case: the mean ms of ``calls`` back-to-back calls (CUDA events), the cases
+    interleaved with their order rotated."""
+    for fn in fns.values():  # warm-up (allocator, kernels, autotuning)
+        for _ in range(5):
+            fn()  # type: ignore[operator]
+    torch.cuda.synchronize()
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for i in range(rounds):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(calls):
+                fns[name]()  # type: ignore[operator]
+            end.record()
+            end.synchronize()
+            out[name].append(start.elapsed_time(end) / calls)
+    return out
+
+
+def _median_ratio(times: dict[str, list[float]], a: str, b: str) -> float:
+    return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
+
+
+def per_call(device: str, rounds: int = 15, calls: int = 50) -> list[dict[str, object]]:
+    """SimCLR / hand-written and hard + debiased / SimCLR, fwd+bwd, B = 8 … 1024, d = 128."""
+    rows: list[dict[str, object]] = []
+    simclr = ContrastiveLoss(temperature=0.5)
+    hard = ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=Hard(beta=1.0))
+    for b in (8, 64, 256, 1024):
+        z1, z2 = _views(b, 128, torch.float32, device)
+
+        def step(fn: object, z1: torch.Tensor = z1, z2: torch.Tensor = z2) -> object:
+            def f() -> None:
+                z1.grad = z2.grad = None
+                fn(z1, z2).backward()  # type: ignore[operator]
+            return f
+
+        times = _paired_ms({"handwritten": step(_handwritten), "simclr": step(simclr), "hard": step(hard)},
+                           rounds, calls)
+        row = {"B": b, **{f"{k}_ms": round(statistics.median(v), 4) for k, v in times.items()},
+               "simclr/handwritten": round(_median_ratio(times, "simclr", "handwritten"), 3),
+               "hard/simclr": round(_median_ratio(times, "hard", "simclr"), 3)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def queue_step(device: str, size: int = 65536, batch: int = 256, rounds: int = 15,
+               calls: int = 20) -> dict[str, object]:
+    """A MoCo step over ``size`` unit keys: uniform / its floor (two matmuls), Hard(β = 0.2) / uniform."""
+    from hardneg.queue import MemoryQueue, QueueLoss
+
+    torch.manual_seed(0)
+    queue = MemoryQueue(size=size, dim=128).to(device)
+    queue.enqueue(torch.nn.functional.normalize(torch.randn(size, 128, device=device), dim=1))
+    q, k = torch.randn(batch, 128, device=device), torch.randn(batch, 128, device=device)
+    keys = queue.candidates()
+    uniform = QueueLoss(ContrastiveLoss(temperature=0.2), queue)
+    hard = QueueLoss(ContrastiveLoss(temperature=0.2, negatives=Hard(beta=0.2)), queue)
+
+    def run(module: QueueLoss) -> object:
+        def f() -> None:
+            qq = q.detach().requires_grad_(True)
+            module(qq, k, enqueue=False).backward()
+        return f
+
+    def floor() -> None:  # forward q·Kᵀ, backward (B, Q)·(Q, d)
+        s = q @ keys.T
+        s @ keys
+
+    times = _paired_ms({"floor": floor, "uniform": run(uniform), "hard": run(hard)}, rounds, calls)
+    row = {"Q": size, "B": batch, **{f"{k}_ms": round(statistics.median(v), 4) for k, v in times.items()},
+           "uniform/floor": round(_median_ratio(times, "uniform", "floor"), 3),
+           "hard/uniform": round(_median_ratio(times, "hard", "uniform"), 3)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def _ratio(row: dict[str, object], a: str, b: str) -> str:
     x, y = row.get(a), row.get(b)
     return f"{x / y:8.2f}" if isinstance(x, float) and isinstance(y, float) and y else "       -"
@@ -157,11 +252,21 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--compiled", action="store_true")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--per-call", action="store_true", help="also the small-batch per-call cost")
+    parser.add_argument("--only-per-call", action="store_true", help="only the per-call and queue section")
     args = parser.parse_args()
     assert torch.cuda.is_available(), "no CUDA device"
     device = "cuda"
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
           f"tf32 matmul {torch.backends.cuda.matmul.allow_tf32}", flush=True)
+    if args.per_call or args.only_per_call:
+        calls = per_call(device)
+        queue = queue_step(device)
+        if args.json and args.only_per_call:
+            with open(args.json, "w") as handle:
+                json.dump({"per_call": calls, "queue": queue}, handle, indent=1)
+        if args.only_per_call:
+            return
     found = correctness(device)
     for key, value in found.items():
         print(f"{key:60s} {value:.3g}", flush=True)
