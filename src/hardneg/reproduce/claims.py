@@ -256,8 +256,8 @@ EXPERIMENTS: dict[str, Experiment] = {
             config="latent_classes",
             strategies=_LATENT,
             budgets={
-                # runs of two seconds: in this process (a spawned worker takes longer to start)
-                "small": {"train.epochs": 10, **_SMALL, "compare.workers": 1},
+                # two workers, each serving runs until none is left (its start-up paid once)
+                "small": {"train.epochs": 10, **_SMALL},
                 "full": {"train.epochs": 30, **_FULL},
             },
             setting="Arora et al.'s latent-class model: 10 classes, true positive pairs, MLP, batch 256; "
@@ -268,8 +268,8 @@ EXPERIMENTS: dict[str, Experiment] = {
             config="theory_ash_tradeoff",
             strategies=_ASH,
             budgets={
-                # runs of a second: in this process (a spawned worker would take longer to start)
-                "small": {"compare.seeds": list(range(10)), "compare.workers": 1, "eval.figures": False},
+                # 140 runs of a second: two workers, each serving runs until none is left
+                "small": {"compare.seeds": list(range(10)), "compare.workers": 2, "eval.figures": False},
                 "full": {"train.epochs": 5, "data.latent.train_size": 12800, "compare.seeds": list(range(10)),
                          "compare.workers": 2, "eval.figures": False},
             },
