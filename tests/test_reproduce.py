@@ -314,6 +314,7 @@ def test_without_fashion_mnist_the_image_claims_run_on_digits_and_say_so(
     md = res.report.read_text()
     # the claim reads the few-label readout there (the all-label one is at the ceiling on digits)
     assert row["metric"] == "linear5shot_top1" and "5 labels per class" in row["setting"]
+    assert "apt-get install dataset-fashion-mnist" in md.split("| claim |")[0]  # said first: how
     assert "| hard-beats-simclr | digits (fallback: fashion_mnist not installed) | linear5shot_top1 |" in md
 
 

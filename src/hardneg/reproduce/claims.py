@@ -48,6 +48,7 @@ class Experiment:
     needs: str | None = None
     fallback: str | None = None
     metrics: dict[str, str] = field(default_factory=dict)
+    install: str = ""  # how to install ``needs`` (said by the report when the fallback ran)
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,9 @@ EXPERIMENTS: dict[str, Experiment] = {
             setting="Fashion-MNIST (real 28x28 images, 10 classes), SmallCNN, SimCLR views",
             needs="fashion_mnist",
             fallback="digits",
+            install="`apt-get install dataset-fashion-mnist` (Debian's package, read from "
+                    "/usr/share/datasets/fashion-mnist), or `--data fashion_mnist=DIR` with its four IDX "
+                    "files",
         ),
         Experiment(
             id="digits",
@@ -273,9 +277,9 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "full": {"train.epochs": 5, "data.latent.train_size": 12800, "compare.seeds": list(range(10)),
                          "compare.workers": 2, "eval.figures": False},
             },
-            setting="Arora et al.'s latent-class model, C = 4 or 16 classes, tuples with K = 1, 2, 4, 8, 16 "
-                    "or 32 negatives drawn from the other items (collisions kept), and K = 16 collision-free, "
-                    "MLP, batch 64",
+            setting="Arora et al.'s latent-class model, C = 4 or 16 classes, tuples with K = 1, 2, 4, 8, "
+                    "16 or 32 negatives drawn from the other items (collisions kept), and K = 16 "
+                    "collision-free, MLP, batch 64",
         ),
         Experiment(
             id="graphs",
@@ -383,8 +387,8 @@ CLAIMS: tuple[Claim, ...] = (
           design=f"{_PILOT} (Fashion-MNIST: ±0.60; digits' 5-label readout: no pilot, the run's own SD)"),
     Claim("hard-without-debiasing-helps",
           "Hard negatives without debiasing (beta = 1, tau+ = 0) improve on SimCLR.",
-          "only using hard sampling or only debiasing yields (in this case) similar accuracy. All improve over "
-          "the SimCLR baseline.",
+          "only using hard sampling or only debiasing yields (in this case) similar accuracy. All improve "
+          "over the SimCLR baseline.",
           f"{_HCL}, §6.2, Fig. 4 (right), STL10: 84.41 % hard, not debiased vs 80.15 % SimCLR (effect +4.3 "
           "points)", "fashion_mnist", "simclr", "hard-nodebias", "linear_top1",
           ClaimTest("superiority", paper_effect=0.043), pilot_sd={"fashion_mnist": _sd(0.71)},
@@ -393,8 +397,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("debiasing-helps-hard",
           "Debiasing improves hard negatives (beta = 1, tau+ = 0.1 vs tau+ = 0).",
           "Best results come from using both simultaneously.",
-          f"{_HCL}, §6.2, Fig. 4 (right), STL10: 87.44 % hard and debiased vs 84.41 % hard alone (effect +3.0 "
-          "points)", "fashion_mnist", "hard-nodebias", "hard", "linear_top1",
+          f"{_HCL}, §6.2, Fig. 4 (right), STL10: 87.44 % hard and debiased vs 84.41 % hard alone "
+          "(effect +3.0 points)", "fashion_mnist", "hard-nodebias", "hard", "linear_top1",
           ClaimTest("superiority", paper_effect=0.030), pilot_sd={"fashion_mnist": _sd(0.60)},
           design=f"{_PILOT}: debiased − SimCLR's ±0.60 (Fashion-MNIST), the same change of objective with "
                  "hard negatives; digits' 5-label readout: no pilot, the run's own SD"),
@@ -448,7 +452,8 @@ CLAIMS: tuple[Claim, ...] = (
           "(effect not stated in the text)", "ash_tradeoff", "C16-K16", "C4-K16-cf", "mean_top1",
           ClaimTest("superiority"),
           design="no pilot (a contrast new in 0.3): the run's own SD decides; per seed "
-                 "(C4-K16-cf − C4-K16) − (C16-K16-cf − C16-K16); a collision has probability 1/C per negative",
+                 "(C4-K16-cf − C4-K16) − (C16-K16-cf − C16-K16); a collision has probability 1/C per "
+                 "negative",
           terms=(Term("C4-K16-cf", "mean_top1", 1.0), Term("C4-K16", "mean_top1", -1.0),
                  Term("C16-K16-cf", "mean_top1", -1.0), Term("C16-K16", "mean_top1", 1.0))),
     Claim("large-beta-hurts-augmented",
@@ -478,7 +483,8 @@ CLAIMS: tuple[Claim, ...] = (
           "For a given number of classes C, performance improves as K increases and then slowly decays for "
           "larger values of K", "Ash et al. (AISTATS 2022), §4, Fig. 3 (left), mean classifier (effect not "
           "stated in the text: \"slowly decays\"); the same finding as Arora et al. (ICML 2019), §6.2, "
-          "Fig. 2 (a, b): \"using a lot of negative examples stops helping after a point\"", "ash_tradeoff", "C4-K32", "C4-K4", "mean_top1",
+          "Fig. 2 (a, b): \"using a lot of negative examples stops helping after a point\"",
+          "ash_tradeoff", "C4-K32", "C4-K4", "mean_top1",
           ClaimTest("superiority"),
           design="no pilot (a contrast new in 0.3): the run's own SD decides; K = 4 is the theory's optimum "
                  "at C = 4 (K* = 3-4, Remark 2), fixed before any run, not the grid's measured best"),

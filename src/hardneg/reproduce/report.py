@@ -17,7 +17,7 @@ _COLUMNS = (
     "baseline_std", "contender_mean", "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high",
     "half_width", "wins", "seeds", "alpha_design", "mde_design", "mde_observed", "mde_basis", "seeds_needed",
     "p_value", "p_holm", "p_against", "p_against_holm", "p_smaller", "p_smaller_holm", "statistic", "unit",
-    "optimum",
+    "optimum", "install",
     "folder", "command",
 )
 _NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
@@ -193,6 +193,10 @@ def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | N
         "its config hash (`provenance.json`).",
         "",
     ]
+    hints = sorted({r["install"] for r in rows if r.get("install")})
+    if hints:
+        lines += ["**Data not installed**: some claims ran on an embedded fallback (their `data` column "
+                  "says which). To run them on the real data, install it: " + "; ".join(hints) + ".", ""]
     if claims:
         lines += [summary_table(claims), "", *([] if exploratory else [_count(claims, budget), ""])]
     if theorems:

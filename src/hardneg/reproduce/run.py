@@ -394,6 +394,7 @@ def run_reproduce(
     diffs: dict[str, list[float]] = {}
     experiments = list(dict.fromkeys(c.experiment for c in claims))
     for n, exp_id in enumerate(experiments):
+        install: dict[str, str] = {}
         mine = [c for c in claims if c.experiment == exp_id]
         exp = EXPERIMENTS[exp_id]
         cfg = experiment_config(exp, budget, data=data, device=device)
@@ -402,6 +403,7 @@ def run_reproduce(
         if why is not None and exp.fallback is not None:
             echo(f"reproduce: {exp.id} {why}; running the embedded fallback {exp.fallback!r}")
             ran = f"{exp.fallback} (fallback: {exp.id} not installed)"
+            install = {"install": f"{exp.id}: {exp.install}"} if exp.install else {}
             exp = EXPERIMENTS[exp.fallback]
             cfg = experiment_config(exp, budget, device=device)
             why = _missing(cfg)
@@ -435,7 +437,7 @@ def run_reproduce(
             diffs[c.id], sides = claim_values(c, runs)
             extra = {"optimum": optimum_bootstrap(c.shift, runs)} if c.shift is not None else {}
             rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder), experiment=exp.id,
-                             **_measured(c, sides), **extra))
+                             **_measured(c, sides), **extra, **install))
     judge_rows(rows, diffs, budget=budget, exploratory=exploratory)
     write_report(rows, root / budget, budget=budget, stem=stem, seconds=time.perf_counter() - start)
     return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start,
