@@ -78,7 +78,7 @@ class _Parts:
         modality = get_modality(cfg.data.dataset)
         self.train, _ = modality.load(cfg)
         self.module, self.callbacks = build_module(cfg, self.train)
-        self.dataset = modality.dataset(self.train, cfg)
+        self.dataset = modality.dataset(cfg, self.train)
         self.views = modality.views(cfg, self.train)
         self.datamodule = ContrastiveDataModule(dataset=self.dataset, batch_size=cfg.train.batch_size,
                                                 seed=cfg.seed, drop_last=cfg.train.drop_last,

@@ -111,7 +111,7 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path: Path) -> None:
 def _batch(cfg: Any, size: int = 12) -> tuple[Any, Any, Any]:
     graphs = get_modality("graphs")
     data, _ = graphs.load(cfg)
-    x, x2, labels, indices = graphs.dataset(data, cfg)[list(range(size))]
+    x, x2, labels, indices = graphs.dataset(cfg, data)[list(range(size))]
     assert x.num_graphs == size and x2.numel() == 0 and torch.equal(indices, torch.arange(size))
     return graphs, graphs.build_encoder(cfg, data), (x, labels)
 

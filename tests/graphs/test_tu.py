@@ -241,7 +241,7 @@ def test_missing_and_empty_files(tmp_path: Path) -> None:
 
 
 def test_graph_without_edges_is_valid_and_trains(tmp_path: Path) -> None:
-    from hardneg.modalities import get_modality
+    from hardneg.modalities.graphs import Graphs
     from hardneg.pipeline.build import build_loss
     from hardneg.pipeline.config import load_config
     from hardneg.seeding import step_generator
@@ -249,12 +249,12 @@ def test_graph_without_edges_is_valid_and_trains(tmp_path: Path) -> None:
     _write(tmp_path, "TOY", edges=[(1, 2), (2, 3)])  # graphs 2 and 3 have no edges
     cfg = load_config("graphs", ["data.dataset=tu", f"data.root={tmp_path}", "data.name=TOY",
                                  "eval.svm=false", "eval.logistic=false"])  # 3 graphs: no readout folds
-    graphs = get_modality("graphs")
+    graphs = Graphs()  # the modality of data.dataset tu
     data, _ = graphs.load(cfg)
     assert data.graphs[1].edge_index.shape == (2, 0)
     encoder, loss = graphs.build_encoder(cfg, data), build_loss(cfg)
     optimizer = torch.optim.Adam(encoder.parameters(), lr=1e-3)
-    x, _, labels, _ = graphs.dataset(data, cfg)[[0, 1, 2]]
+    x, _, labels, _ = graphs.dataset(cfg, data)[[0, 1, 2]]
     for step in range(2):
         out = graphs.step(cfg, encoder, loss, x, labels=labels, generator=step_generator(0, 0, step))
         optimizer.zero_grad()

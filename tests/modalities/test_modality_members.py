@@ -3,13 +3,15 @@ whether its labels name classes, its pictures and its table columns."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
 from hardneg.config import EvalSection
 from hardneg.data.images import LabeledImages
 from hardneg.data.vectors import LabeledVectors
-from hardneg.modalities import Modality, get_modality, register_modality
+from hardneg.modalities import TwoViewModality, get_modality, register_modality
 from hardneg.pipeline.config import load_config
 
 
@@ -17,8 +19,21 @@ class _OwnEval(EvalSection):
     threshold: float = 0.5
 
 
+class _Stub(TwoViewModality[LabeledVectors, LabeledVectors]):
+    """The members a modality must implement, doing nothing."""
+
+    def load(self, cfg: Any) -> tuple[LabeledVectors, LabeledVectors]:
+        raise NotImplementedError
+
+    def dataset(self, cfg: Any, train: LabeledVectors) -> Any:
+        raise NotImplementedError
+
+    def build_encoder(self, cfg: Any, train: LabeledVectors) -> torch.nn.Module:
+        raise NotImplementedError
+
+
 def test_a_modality_evaluated_by_the_readouts_needs_their_eval_section() -> None:
-    class Bad(Modality):
+    class Bad(_Stub):
         name = "bad"
         datasets = ("bad-data",)
         eval_section = _OwnEval
@@ -26,7 +41,7 @@ def test_a_modality_evaluated_by_the_readouts_needs_their_eval_section() -> None
     with pytest.raises(TypeError, match=r"Bad.eval_section must subclass ReadoutEval .* got _OwnEval"):
         register_modality(Bad())
 
-    class NotASection(Modality):
+    class NotASection(_Stub):
         name = "bad"
         datasets = ("bad-data",)
         eval_section = int  # type: ignore[assignment]
@@ -45,11 +60,10 @@ def test_labels_of_random_noise_images_do_not_reach_the_loss() -> None:
 def test_pictures_are_the_images_of_image_data_only() -> None:
     pixels = torch.rand(4, 1, 8, 8)
     split = LabeledImages(pixels, torch.arange(4), ("a", "b", "c", "d"))
-    got = get_modality("digits").pictures(split)
+    got = get_modality("digits").pictures(load_config("digits"), split)
     assert got is not None and torch.equal(got, pixels)
     vectors = LabeledVectors(torch.rand(4, 3), torch.arange(4), ("a", "b", "c", "d"))
-    assert get_modality("latent").pictures(vectors) is None
-    assert get_modality("digits").pictures(vectors) is None
+    assert get_modality("latent").pictures(load_config("latent_classes"), vectors) is None
 
 
 @pytest.mark.parametrize(

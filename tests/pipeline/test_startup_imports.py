@@ -63,7 +63,7 @@ check_memory(cfg, modality)
 train, _ = modality.load(cfg)
 modality.build_encoder(cfg, train)
 modality.views(cfg, train)
-modality.dataset(train, cfg)
+modality.dataset(cfg, train)
 before = sorted({name.split(".")[0] for name in sys.modules})
 
 import hardneg.pipeline.experiment

@@ -1,7 +1,8 @@
 """A modality defined outside the package (the plug-in example of docs/architecture.md).
 
 Two Gaussian blobs per class in a few dimensions; the positive of an item is another noisy copy of
-its class mean. It registers itself on import, so a config with ``imports: [toy_modality]`` trains
+its class mean; the pairs are the two views (the default :meth:`TwoViewModality.views`). It
+registers itself on import, so a config with ``imports: [toy_modality]`` trains
 it through ``hardneg train`` without any file of the package knowing about it.
 """
 
@@ -13,7 +14,7 @@ import torch
 from pydantic import Field
 
 from hardneg.data.vectors import BatchedPairs, LabeledVectors
-from hardneg.modalities.base import DataSection, Modality, register_modality
+from hardneg.modalities.base import DataSection, TwoViewModality, register_modality
 from hardneg.models.configured import configured_encoder
 
 
@@ -25,7 +26,7 @@ class ToyData(DataSection):
     classes: int = Field(3, ge=2, description="number of classes")
 
 
-class Toy(Modality):
+class Toy(TwoViewModality[LabeledVectors, LabeledVectors]):
     name = "toy"
     datasets = ("toy",)
     encoders = ("mlp",)
@@ -44,7 +45,7 @@ class Toy(Modality):
 
         return draw(d.size, True), draw(d.size // 2, False)
 
-    def dataset(self, train: LabeledVectors, cfg: Any) -> BatchedPairs:
+    def dataset(self, cfg: Any, train: LabeledVectors) -> BatchedPairs:
         return BatchedPairs(train)
 
     def build_encoder(self, cfg: Any, train: LabeledVectors) -> torch.nn.Module:

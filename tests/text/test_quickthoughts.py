@@ -309,7 +309,7 @@ def test_the_window_is_the_batch_and_train_batch_size_does_not_apply(tmp_path: P
     assert cfg.data.text.window == 8
     assert cfg.train.batch_size == TrainConfig.model_fields["batch_size"].default  # left at its default
     train, _ = load_data(cfg)
-    data = Sentences().dataset(train, cfg)
+    data = Sentences().dataset(cfg, train)
     assert isinstance(data, ContiguousWindows) and data[[0]][0]["tokens"].shape[0] == 8
     with pytest.raises(ConfigError, match=r"'train\.batch_size'.*data\.text\.window"):
         load_config("sentences", [*TINY, f"data.root={corpus}", "train.batch_size=8"])

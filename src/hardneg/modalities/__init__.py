@@ -1,20 +1,21 @@
 """Modalities: the plug-ins through which each kind of data enters the training pipeline.
 
-:mod:`hardneg.modalities.base` is the seam (the :class:`Modality` base class and the registry; it
-imports no plug-in); :mod:`hardneg.modalities.readouts` holds the ``eval`` sections of the engine's
+:mod:`hardneg.modalities.base` is the seam (the :class:`Modality` members every modality declares,
+its two kinds :class:`TwoViewModality` and :class:`OwnStepModality`, and the registry; it imports no
+plug-in); :mod:`hardneg.modalities.readouts` holds the ``eval`` sections of the engine's
 readouts, which the plug-ins without their own evaluation use. Importing this package registers the
 built-in plug-ins — each a module that imports the seam, the loss core, :mod:`hardneg.data` and
 :mod:`hardneg.models`, never another modality or the pipeline:
 
-================  ==========================================================  ===================
-module            ``data.dataset``                                            paper
-================  ==========================================================  ===================
-``images``        digits, fashion_mnist, mnist, cifar10/100, stl10, ...       Robinson et al. §5.1
-``latent``        latent                                                      Arora et al. §2
-``graphs``        graphs, tu, molecules                                       Robinson et al. §5.2
-``articles``      articles                                                    Ash et al. §4
-``sentences``     sentences                                                   Robinson et al. §5.3
-================  ==========================================================  ===================
+================  ==========================================  ===================  ===================
+module            ``data.dataset``                            kind                 paper
+================  ==========================================  ===================  ===================
+``images``        digits, fashion_mnist, mnist, cifar, ...    two-view             Robinson et al. §5.1
+``latent``        latent                                      both, by layout      Arora et al. §2
+``graphs``        graphs, tu, molecules                       own step, own eval   Robinson et al. §5.2
+``articles``      articles                                    own step             Ash et al. §4
+``sentences``     sentences                                   own step, own eval   Robinson et al. §5.3
+================  ==========================================  ===================  ===================
 """
 
 from hardneg.modalities.articles import Articles
@@ -25,6 +26,8 @@ from hardneg.modalities.base import (
     IdentityViews,
     ImageViews,
     Modality,
+    OwnStepModality,
+    TwoViewModality,
     ViewMaker,
     dataset_names,
     get_modality,
@@ -42,6 +45,8 @@ __all__ = [
     "IdentityViews",
     "ImageViews",
     "Modality",
+    "OwnStepModality",
+    "TwoViewModality",
     "ViewMaker",
     "dataset_names",
     "get_modality",

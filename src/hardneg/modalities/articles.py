@@ -38,7 +38,8 @@ from torch import Tensor, nn
 
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
-from hardneg.modalities.base import DataSection, Modality
+from hardneg.data.text.splits import TokenSplit
+from hardneg.modalities.base import DataSection, OwnStepModality
 from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
 from hardneg.modalities.readouts import ClassTableEval
 
@@ -46,11 +47,18 @@ if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
     from hardneg.config.schema import RunConfig
-    from hardneg.data.text.splits import TokenSplit
+    from hardneg.data.text.vocab import Vocabulary
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
 
 __all__ = ["ArticleBatches", "Articles", "ArticlesData", "ArticlesText"]
+
+
+def _vocab(train: TokenSplit) -> Vocabulary:
+    """The vocabulary of the training split (``load`` builds it), checked."""
+    if train.vocab is None:
+        raise ValueError("train must be a TokenSplit with its vocabulary (as load returns it), got None")
+    return train.vocab
 
 
 class ArticlesText(Section):
@@ -203,8 +211,9 @@ class ArticleBatches:
         return x, torch.empty(0), self.labels[idx], idx
 
 
-class Articles(Modality):
-    """Sentences labelled by article (see the module docstring)."""
+class Articles(OwnStepModality[TokenSplit, TokenSplit]):
+    """Sentences labelled by article (see the module docstring): its own step (a new partner of
+    the same article per batch, the corpus pool), the engine's readouts."""
 
     name = "articles"
     datasets = ("articles",)
@@ -240,7 +249,7 @@ class Articles(Modality):
             )
 
     # -- data ----------------------------------------------------------------------------------
-    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+    def load(self, cfg: RunConfig) -> tuple[TokenSplit, TokenSplit]:
         from hardneg.data.text.sources import read_article_corpus
         from hardneg.data.text.splits import tokenized_article_splits
 
@@ -274,15 +283,16 @@ class Articles(Modality):
         found = _corpus_path(cfg.data)  # type: ignore[arg-type]
         return [found] if found is not None else []
 
-    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+    def dataset(self, cfg: RunConfig, train: TokenSplit) -> Dataset[Any]:
         t: ArticlesText = cfg.data.text  # type: ignore[attr-defined]
         return ArticleBatches(  # type: ignore[return-value]
             train, seed=cfg.seed, corpus_negatives=t.corpus_negatives, block_size=t.block_size,
             supervised=t.supervised,
         )
 
-    def save(self, train: Any, run_dir: Path) -> None:
-        train.vocab.save(run_dir / "vocab.json")
+    def save(self, cfg: RunConfig, train: TokenSplit, run_dir: Path) -> None:
+        """The vocabulary, ``vocab.json``."""
+        _vocab(train).save(run_dir / "vocab.json")
 
     # -- model and step --------------------------------------------------------------------------
     def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
@@ -304,10 +314,10 @@ class Articles(Modality):
                                     ("data.text.corpus_negatives", "data.text.max_length")))
         return terms
 
-    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+    def build_encoder(self, cfg: RunConfig, train: TokenSplit) -> nn.Module:
         from hardneg.models.bow import bag_of_words_encoder
 
-        encoder = bag_of_words_encoder(vocab_size=len(train.vocab), **cfg.model.arguments())
+        encoder = bag_of_words_encoder(vocab_size=len(_vocab(train)), **cfg.model.arguments())
         if cfg.data.text.supervised:  # type: ignore[attr-defined]
             from hardneg.text.supervised import attach_output_layer
 

@@ -1,52 +1,87 @@
 """The modality seam: how one kind of data enters the training pipeline.
 
 The Lightning module (:class:`~hardneg.pipeline.module.ContrastiveModule`) is built from three
-parts chosen by name: a **modality** (a :class:`Modality` registered for each ``data.dataset`` it
-serves), an **encoder** (``model.encoder``) and a :class:`~hardneg.ContrastiveLoss` (``loss.*``).
-The engine never looks at the data: a batch is ``(x, x2, labels, indices)``; the modality's
-:meth:`Modality.views` turns ``(x, x2)`` into two view batches with the step generator and the
-encoder maps each view to ``(h, z)`` — or, for a modality whose training signal is not "two views
-of each item", its own :meth:`Modality.step` takes the batch to a
-:class:`~hardneg.reduction.LossOutput`.
+parts chosen by name: a **modality** (registered for each ``data.dataset`` it serves), an
+**encoder** (``model.encoder``) and a :class:`~hardneg.ContrastiveLoss` (``loss.*``). The engine
+never looks at the data: a batch is ``(x, x2, labels, indices)``, and a modality is one of two
+kinds, each saying how a batch reaches the loss:
 
-A modality is a subclass of :class:`Modality` that owns
+- :class:`TwoViewModality`: the engine's step — the modality's :meth:`~TwoViewModality.views`
+  turns ``(x, x2)`` into two view batches with the step generator, the encoder maps each view to
+  ``(h, z)`` and the loss compares them (images);
+- :class:`OwnStepModality`: the modality's :meth:`~OwnStepModality.step` takes the batch to a
+  :class:`~hardneg.reduction.LossOutput` (graphs: every node against every graph; sentences:
+  each against its neighbours). A modality that is both kinds (the latent simulator) says per
+  config which one trains (:meth:`~OwnStepModality.own_step`).
 
-- its **data section** (``section``: a pydantic model of ``data``) and its **eval section**
-  (``eval_section``: a pydantic model of ``eval``, by default the engine's readouts,
-  :class:`~hardneg.modalities.readouts.ReadoutEval`): a key it does not declare is an error naming
-  the keys that apply; and its config checks (:meth:`Modality.check`, run once, when the config is
-  validated, before anything is written);
-- its **data**: :meth:`Modality.load` → ``(train, test)`` (``labels`` per item, ``< 0`` =
-  unlabelled) and :meth:`Modality.dataset`, a map-style dataset indexed by a *list* of indices;
-- its **encoder** (:meth:`Modality.build_encoder`; ``encoders`` lists the names it accepts);
-- optionally its **step**, its **evaluation** protocol (:meth:`Modality.evaluate`, instead of the
-  engine's linear / kNN / mean-classifier readouts of ``encoder(x)[0]``) with the metrics that
-  ``compare`` / ``sweep`` tables show (:meth:`Modality.table_metrics`), and what a run folder
-  must keep (:meth:`Modality.save`, e.g. a vocabulary).
+:class:`Modality` holds what both kinds share. It is generic over its splits,
+``Modality[TrainT, TestT]``: :meth:`~Modality.load` returns ``(train, test)`` and every member
+taking a split is typed with them. Every member takes the run's config first, then the model,
+then the data, then where to write:
 
-This module imports no modality. The built-in ones (:mod:`hardneg.modalities.images`,
-``latent``, ``graphs``, ``articles``, ``sentences``) are registered by the package
-:mod:`hardneg.modalities`; a user's data registers its own with :func:`register_modality`
-(``imports: [my_package.my_modality]`` in a config makes the CLI import it first)::
+====================  ===============  =====================================================================
+member                kind             signature
+====================  ===============  =====================================================================
+``name``              class attr.      ``str``: shown in messages and summaries
+``datasets``          class attr.      ``tuple[str, ...]``: the ``data.dataset`` names it serves
+``encoders``          class attr.      ``tuple[str, ...]``: the ``model.encoder`` names it accepts
+``section``           class attr.      ``type[DataSection]``: its ``data`` section
+``eval_section``      class attr.      ``type[EvalSection]``: its ``eval`` section (default ``ReadoutEval``)
+``evaluates_itself``  class attr.      ``bool``: :meth:`~Modality.evaluate` replaces the readouts
+``check``             config           ``check(cfg) -> None``
+``describe``          config           ``describe(cfg) -> str``
+``batch_size``        config           ``batch_size(cfg) -> int``
+``uses_labels``       config           ``uses_labels(cfg) -> bool``
+``memory``            config           ``memory(cfg) -> list[MemoryTerm]``
+``data_files``        config           ``data_files(cfg) -> list[Path]``
+``load``              data (must)      ``load(cfg) -> tuple[TrainT, TestT]``
+``dataset``           data (must)      ``dataset(cfg, train) -> Dataset``
+``save``              data             ``save(cfg, train, run_dir) -> None``
+``build_encoder``     model (must)     ``build_encoder(cfg, train) -> nn.Module``
+``views``             two-view         ``views(cfg, train) -> ViewMaker`` (default: the identity)
+``step``              own-step (must)  ``step(cfg, encoder, loss, x, *, labels, generator) -> LossOutput``
+``own_step``          own-step         ``own_step(cfg) -> bool`` (default: true)
+``evaluate``          evaluation       ``evaluate(cfg, encoder, train, test) -> EvalResult``
+``table_metrics``     evaluation       ``table_metrics(cfg) -> tuple[str, ...]``
+``pictures``          evaluation       ``pictures(cfg, split) -> Tensor | None``
+====================  ===============  =====================================================================
+
+("must": abstract; the others have defaults.) This module imports no modality. The built-in ones
+(:mod:`hardneg.modalities.images`, ``latent``, ``graphs``, ``articles``, ``sentences``) are
+registered by the package :mod:`hardneg.modalities`; a user's data registers its own with
+:func:`register_modality` (``imports: [my_package.my_modality]`` in a config makes the CLI import
+it first)::
 
     >>> from pydantic import Field
-    >>> class Toy(Modality):
+    >>> from hardneg.data.vectors import LabeledVectors
+    >>> class Toy(TwoViewModality[LabeledVectors, LabeledVectors]):
     ...     name = "toy"
     ...     datasets = ("toy",)
     ...     encoders = ("mlp",)
     ...     class section(DataSection):
     ...         size: int = Field(64, ge=2, description="items")
+    ...     def load(self, cfg): ...
+    ...     def dataset(self, cfg, train): ...
+    ...     def build_encoder(self, cfg, train): ...
     >>> sorted(Toy.section.model_fields)
     ['dataset', 'size']
     >>> "knn_k" in Toy.eval_section.model_fields  # the engine's readouts evaluate it
     True
+
+A 0.2 plug-in — a direct subclass of :class:`Modality` with the 0.2 argument order
+(``dataset(train, cfg)``, ``evaluate(encoder, train, test, cfg)``, ``save(train, run_dir)``,
+``pictures(split)``) — still registers, with a ``DeprecationWarning`` naming what to change; it
+is refused from 0.3.
 """
 
 from __future__ import annotations
 
+import inspect
+import warnings
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -56,6 +91,8 @@ from hardneg.modalities.memory import MemoryTerm
 from hardneg.modalities.readouts import ReadoutEval
 
 if TYPE_CHECKING:
+    from typing import TypeGuard
+
     from torch.utils.data import Dataset
 
     from hardneg.config.schema import RunConfig
@@ -69,11 +106,17 @@ __all__ = [
     "IdentityViews",
     "ImageViews",
     "Modality",
+    "OwnStepModality",
+    "TwoViewModality",
     "ViewMaker",
     "dataset_names",
     "get_modality",
     "register_modality",
+    "trains_with_own_step",
 ]
+
+TrainT = TypeVar("TrainT")
+TestT = TypeVar("TestT")
 
 
 @dataclass
@@ -110,15 +153,18 @@ class ImageViews(nn.Module):
         return self.augment(x, generator=generator), self.augment(x2, generator=generator)
 
 
-class Modality:
-    """How one kind of data enters the pipeline (see the module docstring); subclass it.
+class Modality(ABC, Generic[TrainT, TestT]):
+    """What every modality declares, generic over its ``(train, test)`` splits (see the module
+    docstring for the members at a glance); subclass one of its two kinds,
+    :class:`TwoViewModality` or :class:`OwnStepModality`.
 
     Class attributes: ``name`` (shown in messages and summaries), ``datasets`` (the
     ``data.dataset`` names it serves), ``encoders`` (the ``model.encoder`` names it accepts),
-    ``section`` (its pydantic ``data`` section, a :class:`DataSection`) and ``eval_section`` (its
+    ``section`` (its pydantic ``data`` section, a :class:`DataSection`), ``eval_section`` (its
     pydantic ``eval`` section, an :class:`EvalSection`; default: the engine's readouts,
-    :class:`~hardneg.modalities.readouts.ReadoutEval` — a modality with its own :meth:`evaluate`
-    declares the keys of its protocol instead).
+    :class:`~hardneg.modalities.readouts.ReadoutEval`) and ``evaluates_itself`` (``True``: its
+    :meth:`evaluate` replaces the engine's readouts, and ``eval_section`` declares the keys of its
+    protocol).
     """
 
     name: ClassVar[str] = ""
@@ -126,6 +172,7 @@ class Modality:
     encoders: ClassVar[tuple[str, ...]] = ()
     section: ClassVar[type[DataSection]] = DataSection
     eval_section: ClassVar[type[EvalSection]] = ReadoutEval
+    evaluates_itself: ClassVar[bool] = False
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
@@ -145,22 +192,17 @@ class Modality:
         """Items per training step (the engine's sampler batches ``train.batch_size`` by default)."""
         return cfg.train.batch_size
 
-    # -- data ----------------------------------------------------------------------------------
-    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
-        """``(train, test)`` splits (anything the dataset and the evaluation understand)."""
-        raise NotImplementedError(f"{type(self).__name__}.load")
-
-    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
-        """A map-style dataset: a list of indices → ``(x, x2, labels, indices)``."""
-        raise NotImplementedError(f"{type(self).__name__}.dataset")
-
     def uses_labels(self, cfg: RunConfig) -> bool:
         """Whether the batches' labels name classes, so the loss may see them (label diagnostics,
         collision-free negatives); default: yes. Data whose labels mean nothing says no."""
         return True
 
-    def save(self, train: Any, run_dir: Path) -> None:
-        """Write what a run folder must keep to be understood later (default: nothing)."""
+    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
+        """Lower bounds of the memory ``cfg`` needs (parameters and their training state, one
+        batch, the data the modality materialises), each naming the keys that set it; checked by
+        :func:`~hardneg.pipeline.resources.check_memory` before anything is allocated (default:
+        none)."""
+        return []
 
     def data_files(self, cfg: RunConfig) -> list[Path]:
         """The files and folders the data of ``cfg`` is read from: their digests go into the run's
@@ -170,53 +212,31 @@ class Modality:
         return [Path(str(value)).expanduser() for key in ("root", "path")
                 if (value := getattr(cfg.data, key, None)) is not None]
 
-    # -- model and step --------------------------------------------------------------------------
-    def views(self, cfg: RunConfig, train: Any) -> ViewMaker:
-        """The view maker of the engine's two-view step (default: the inputs are the views)."""
-        return IdentityViews()
+    # -- data ----------------------------------------------------------------------------------
+    @abstractmethod
+    def load(self, cfg: RunConfig) -> tuple[TrainT, TestT]:
+        """``(train, test)`` splits (``labels`` per item, ``< 0`` = unlabelled)."""
 
-    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
-        """Lower bounds of the memory ``cfg`` needs (parameters and their training state, one
-        batch, the data the modality materialises), each naming the keys that set it; checked by
-        :func:`~hardneg.pipeline.resources.check_memory` before anything is allocated (default:
-        none)."""
-        return []
+    @abstractmethod
+    def dataset(self, cfg: RunConfig, train: TrainT) -> Dataset[Any]:
+        """A map-style dataset: a list of indices → ``(x, x2, labels, indices)``."""
 
-    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+    def save(self, cfg: RunConfig, train: TrainT, run_dir: Path) -> None:
+        """Write what a run folder must keep to be understood later (default: nothing)."""
+
+    # -- model -----------------------------------------------------------------------------------
+    @abstractmethod
+    def build_encoder(self, cfg: RunConfig, train: TrainT) -> nn.Module:
         """The model: ``model.encoder`` with its projection head, sized for ``train``'s inputs."""
-        raise NotImplementedError(f"{type(self).__name__}.build_encoder")
-
-    def own_step(self, cfg: RunConfig) -> bool:
-        """Whether ``cfg`` trains with the modality's own :meth:`step` instead of two views (default:
-        whenever the modality defines one)."""
-        return type(self).step is not Modality.step
-
-    def step(
-        self,
-        cfg: RunConfig,
-        encoder: nn.Module,
-        loss: ContrastiveLoss,
-        x: Any,
-        *,
-        labels: Tensor | None,
-        generator: torch.Generator,
-    ) -> LossOutput:
-        """One batch to the loss, for modalities whose signal is not two views (see :meth:`own_step`).
-
-        ``cfg`` is the run's config: the layout of the loss (which items are positives, which form
-        of a paper's loss) is the modality's, read from its section, never stored on the encoder.
-        """
-        raise NotImplementedError(f"{type(self).__name__}.step")
 
     # -- evaluation --------------------------------------------------------------------------------
-    @property
-    def has_evaluate(self) -> bool:
-        """Whether the modality has its own evaluation protocol."""
-        return type(self).evaluate is not Modality.evaluate
-
-    def evaluate(self, encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
-        """The modality's own evaluation (default: the engine's readouts; see :attr:`has_evaluate`)."""
-        raise NotImplementedError(f"{type(self).__name__}.evaluate")
+    def evaluate(self, cfg: RunConfig, encoder: nn.Module, train: TrainT, test: TestT) -> EvalResult:
+        """The modality's own evaluation, run when it declares ``evaluates_itself = True``
+        (otherwise the engine's readouts evaluate ``encoder(x)[0]``)."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.evaluate: a modality declaring evaluates_itself = True implements "
+            "evaluate(cfg, encoder, train, test)"
+        )
 
     def table_metrics(self, cfg: RunConfig) -> tuple[str, ...]:
         """The metrics that ``compare`` / ``sweep`` tables show for runs of ``cfg``, in column order
@@ -228,40 +248,113 @@ class Modality:
         """
         return cfg.eval.table_metrics()
 
-    def pictures(self, split: Any) -> Tensor | None:
+    def pictures(self, cfg: RunConfig, split: TestT) -> Tensor | None:
         """The items of ``split`` as images ``(N, C, H, W)`` for the run's figure of hardest
         negatives; ``None`` (the default): the data has no picture, and the figure is not drawn."""
         return None
 
 
-_REGISTRY: dict[str, Modality] = {}
+class TwoViewModality(Modality[TrainT, TestT]):
+    """A modality trained by the engine's two-view step: :meth:`views` makes two views of each
+    batch, the encoder embeds both and the loss compares them (SimCLR, MoCo, GradCache)."""
+
+    def views(self, cfg: RunConfig, train: TrainT) -> ViewMaker:
+        """The view maker of the engine's two-view step (default: the inputs are the views)."""
+        return IdentityViews()
 
 
-def register_modality(modality: Modality) -> Modality:
+class OwnStepModality(Modality[TrainT, TestT]):
+    """A modality whose training signal is not "two views of each item": its :meth:`step` takes a
+    batch to the loss. (MoCo and GradCache, which need two views, do not apply.)"""
+
+    def own_step(self, cfg: RunConfig) -> bool:
+        """Whether ``cfg`` trains with :meth:`step` (default: always). A modality that is also a
+        :class:`TwoViewModality` returns ``False`` for the configs the engine's two-view step
+        trains (the latent simulator's ``data.layout: two_views``)."""
+        return True
+
+    @abstractmethod
+    def step(
+        self,
+        cfg: RunConfig,
+        encoder: nn.Module,
+        loss: ContrastiveLoss,
+        x: Any,
+        *,
+        labels: Tensor | None,
+        generator: torch.Generator,
+    ) -> LossOutput:
+        """One batch ``x`` (the first input of ``(x, x2, labels, indices)``) to the loss.
+
+        ``cfg`` is the run's config: the layout of the loss (which items are positives, which form
+        of a paper's loss) is the modality's, read from its section, never stored on the encoder.
+        """
+
+
+def trains_with_own_step(
+    modality: Modality[Any, Any], cfg: RunConfig
+) -> TypeGuard[OwnStepModality[Any, Any]]:
+    """Whether ``cfg`` trains with the modality's own step (an :class:`OwnStepModality` whose
+    :meth:`~OwnStepModality.own_step` says so) rather than the engine's two-view step.
+
+    Raises:
+        TypeError: the modality is neither kind, or an :class:`OwnStepModality` declines its own
+            step for ``cfg`` without being a :class:`TwoViewModality` too.
+    """
+    if isinstance(modality, OwnStepModality) and modality.own_step(cfg):
+        return True
+    if isinstance(modality, TwoViewModality):
+        return False
+    kind = "own_step(cfg) is false and it" if isinstance(modality, OwnStepModality) else "it"
+    raise TypeError(
+        f"modality {type(modality).__name__}: {kind} is not a TwoViewModality; subclass "
+        "TwoViewModality (views) or OwnStepModality (step)"
+    )
+
+
+_REGISTRY: dict[str, Modality[Any, Any]] = {}
+
+
+def register_modality(modality: Modality[Any, Any]) -> Modality[Any, Any]:
     """Make ``data.dataset: <name>`` load through ``modality`` for each name of ``modality.datasets``.
 
     A later registration of a name replaces the earlier one (a user's modality may shadow a
-    built-in). Returns ``modality``.
+    built-in). Returns the modality registered: ``modality``, or for a 0.2 plug-in (a direct
+    subclass of :class:`Modality`, or the 0.2 argument order) the adapter that serves it, after a
+    ``DeprecationWarning`` naming what to change (refused from 0.3).
+
+    Raises:
+        TypeError: ``modality`` is not a :class:`Modality`, or a section is not a
+            :class:`DataSection` / :class:`EvalSection` (a modality the readouts evaluate needs
+            a :class:`~hardneg.modalities.readouts.ReadoutEval`), or it declares
+            ``evaluates_itself`` without an ``evaluate``.
+        ValueError: ``datasets`` is empty.
     """
     if not isinstance(modality, Modality):
         raise TypeError(f"modality must be a Modality instance, got {type(modality).__name__}")
+    cls = type(modality).__name__
     if not modality.datasets:
-        raise ValueError(f"modality {type(modality).__name__} serves no data set (empty 'datasets')")
+        raise ValueError(f"modality {cls} serves no data set (empty 'datasets')")
     if not issubclass(modality.section, DataSection):
-        raise TypeError(f"{type(modality).__name__}.section must subclass DataSection")
+        raise TypeError(f"{cls}.section must subclass DataSection")
     if not issubclass(modality.eval_section, EvalSection):
-        raise TypeError(f"{type(modality).__name__}.eval_section must subclass EvalSection")
-    if not modality.has_evaluate and not issubclass(modality.eval_section, ReadoutEval):
+        raise TypeError(f"{cls}.eval_section must subclass EvalSection")
+    modality = _adapt_02(modality)
+    if modality.evaluates_itself and _defines(modality, "evaluate") is None:
         raise TypeError(
-            f"{type(modality).__name__}.eval_section must subclass ReadoutEval (the engine's readouts "
-            f"evaluate a modality without its own evaluate), got {modality.eval_section.__name__}"
+            f"{cls} declares evaluates_itself = True but implements no evaluate(cfg, encoder, train, test)"
+        )
+    if not modality.evaluates_itself and not issubclass(modality.eval_section, ReadoutEval):
+        raise TypeError(
+            f"{cls}.eval_section must subclass ReadoutEval (the engine's readouts evaluate a modality "
+            f"that does not declare evaluates_itself = True), got {modality.eval_section.__name__}"
         )
     for name in modality.datasets:
         _REGISTRY[name] = modality
     return modality
 
 
-def get_modality(name: str) -> Modality:
+def get_modality(name: str) -> Modality[Any, Any]:
     """The modality of ``data.dataset``; raises ``ValueError`` naming the registered data sets."""
     if name not in _REGISTRY:
         raise ValueError(f"data.dataset must be one of {sorted(_REGISTRY)}, got {name!r}")
@@ -271,3 +364,131 @@ def get_modality(name: str) -> Modality:
 def dataset_names() -> tuple[str, ...]:
     """The registered ``data.dataset`` names (the one list of data sets)."""
     return tuple(sorted(_REGISTRY))
+
+
+# -- 0.2 plug-ins (removed in 0.3) -------------------------------------------------------------------
+
+# member -> (0.2 signature, 0.3 signature, how to tell the 0.2 one from its parameters)
+_ORDER_02 = {
+    "dataset": ("dataset(train, cfg)", "dataset(cfg, train)"),
+    "evaluate": ("evaluate(encoder, train, test, cfg)", "evaluate(cfg, encoder, train, test)"),
+    "save": ("save(train, run_dir)", "save(cfg, train, run_dir)"),
+    "pictures": ("pictures(split)", "pictures(cfg, split)"),
+}
+
+
+def _defines(modality: Modality[Any, Any], member: str) -> Any:
+    """The function a subclass defines for ``member`` (``None``: the base's, or abstract)."""
+    found = getattr(type(modality), member, None)
+    base = getattr(Modality, member, None) or getattr(OwnStepModality, member, None)
+    return None if found is None or found is base or getattr(found, "__isabstractmethod__", False) else found
+
+
+def _old_order(function: Any, member: str) -> bool:
+    """Whether ``function`` has the 0.2 parameters of ``member`` (see :data:`_ORDER_02`)."""
+    try:
+        params = [p for p in inspect.signature(function).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]  # without self
+    except (TypeError, ValueError):
+        return False
+    names = [p.name for p in params]
+    if member in ("save", "pictures"):  # 0.2 had no cfg: one parameter fewer
+        return len(names) == {"save": 2, "pictures": 1}[member]
+    return "cfg" in names and names[0] != "cfg"
+
+
+def _adapt_02(modality: Modality[Any, Any]) -> Modality[Any, Any]:
+    """``modality`` itself, or for a 0.2 plug-in an adapter, after a ``DeprecationWarning``."""
+    old = [m for m in _ORDER_02 if (f := _defines(modality, m)) is not None and _old_order(f, m)]
+    bare = not isinstance(modality, (TwoViewModality, OwnStepModality))
+    if not old and not bare:
+        return modality
+    cls = type(modality).__name__
+    changes = [f"{_ORDER_02[m][0]} -> {_ORDER_02[m][1]}" for m in old]
+    if bare:
+        kind = "OwnStepModality (it defines step)" if hasattr(modality, "step") else "TwoViewModality"
+        changes.insert(0, f"subclass {kind} instead of Modality")
+        if _defines(modality, "evaluate") is not None:
+            changes.append("declare evaluates_itself = True (it defines evaluate)")
+    warnings.warn(
+        f"modality {cls} is written for hardneg 0.2; it still registers, but is refused from 0.3: "
+        f"{'; '.join(changes)}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    adapter = type(cls, (_Plugin02,), {
+        "name": modality.name, "datasets": modality.datasets, "encoders": modality.encoders,
+        "section": modality.section, "eval_section": modality.eval_section,
+        "evaluates_itself": modality.evaluates_itself or _defines(modality, "evaluate") is not None,
+    })
+    return adapter(modality, old)
+
+
+class _Plugin02(OwnStepModality[Any, Any], TwoViewModality[Any, Any]):
+    """Serves a 0.2 plug-in through the 0.3 interface: the 0.2 argument order, and its own step
+    whenever it defines ``step`` (and its ``own_step`` allows), else the two-view step."""
+
+    def __init__(self, plugin: Any, old_order: list[str]) -> None:
+        self.plugin = plugin
+        self.old_order = set(old_order)
+
+    def check(self, cfg: RunConfig) -> None:
+        self.plugin.check(cfg)
+
+    def describe(self, cfg: RunConfig) -> str:
+        return str(self.plugin.describe(cfg))
+
+    def batch_size(self, cfg: RunConfig) -> int:
+        return int(self.plugin.batch_size(cfg))
+
+    def uses_labels(self, cfg: RunConfig) -> bool:
+        return bool(self.plugin.uses_labels(cfg))
+
+    def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
+        return list(self.plugin.memory(cfg))
+
+    def data_files(self, cfg: RunConfig) -> list[Path]:
+        return list(self.plugin.data_files(cfg))
+
+    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+        return tuple(self.plugin.load(cfg))
+
+    def dataset(self, cfg: RunConfig, train: Any) -> Dataset[Any]:
+        old = "dataset" in self.old_order
+        return self.plugin.dataset(train, cfg) if old else self.plugin.dataset(cfg, train)
+
+    def save(self, cfg: RunConfig, train: Any, run_dir: Path) -> None:
+        if "save" in self.old_order:
+            self.plugin.save(train, run_dir)
+        else:
+            self.plugin.save(cfg, train, run_dir)
+
+    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+        return self.plugin.build_encoder(cfg, train)
+
+    def views(self, cfg: RunConfig, train: Any) -> ViewMaker:
+        views = getattr(self.plugin, "views", None)
+        return views(cfg, train) if views is not None else IdentityViews()
+
+    def own_step(self, cfg: RunConfig) -> bool:
+        if not hasattr(self.plugin, "step"):
+            return False
+        decide = getattr(self.plugin, "own_step", None)
+        return True if decide is None else bool(decide(cfg))
+
+    def step(self, cfg: RunConfig, encoder: nn.Module, loss: ContrastiveLoss, x: Any, *,
+             labels: Tensor | None, generator: torch.Generator) -> LossOutput:
+        return self.plugin.step(cfg, encoder, loss, x, labels=labels, generator=generator)
+
+    def evaluate(self, cfg: RunConfig, encoder: nn.Module, train: Any, test: Any) -> EvalResult:
+        if "evaluate" in self.old_order:
+            return self.plugin.evaluate(encoder, train, test, cfg)
+        return self.plugin.evaluate(cfg, encoder, train, test)
+
+    def table_metrics(self, cfg: RunConfig) -> tuple[str, ...]:
+        return tuple(self.plugin.table_metrics(cfg))
+
+    def pictures(self, cfg: RunConfig, split: Any) -> Tensor | None:
+        if "pictures" in self.old_order:
+            return self.plugin.pictures(split)
+        return self.plugin.pictures(cfg, split)

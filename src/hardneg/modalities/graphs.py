@@ -39,14 +39,14 @@ from torch import Tensor, nn
 
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import EvalSection, Section
-from hardneg.modalities.base import DataSection, EvalResult, Modality
+from hardneg.data.graphs.dataset import GraphDataset
+from hardneg.modalities.base import DataSection, EvalResult, OwnStepModality
 from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
     from hardneg.config.schema import RunConfig
-    from hardneg.data.graphs.dataset import GraphDataset
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
 
@@ -260,14 +260,15 @@ class GraphBatches:
         return batch, torch.empty(0), self.labels[idx], idx
 
 
-class Graphs(Modality):
-    """InfoGraph on graph data sets (see the module docstring)."""
+class Graphs(OwnStepModality[GraphDataset, GraphDataset]):
+    """InfoGraph on graph data sets (see the module docstring): its own step, its own evaluation."""
 
     name = "graphs"
     datasets = ("graphs", "tu", "molecules")
     encoders = ("gin",)
     section = GraphData
     eval_section = GraphEval
+    evaluates_itself = True
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
@@ -286,7 +287,7 @@ class Graphs(Modality):
             _check_released(cfg)
 
     # -- data ----------------------------------------------------------------------------------
-    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+    def load(self, cfg: RunConfig) -> tuple[GraphDataset, GraphDataset]:
         data = load_graph_dataset(cfg)
         if len(data) < 2:
             raise ValueError(
@@ -306,7 +307,7 @@ class Graphs(Modality):
             return [Path(_molecule_folder(d))]
         return []
 
-    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+    def dataset(self, cfg: RunConfig, train: GraphDataset) -> Dataset[Any]:
         return GraphBatches(train)  # type: ignore[return-value]
 
     # -- model and step --------------------------------------------------------------------------
@@ -322,7 +323,7 @@ class Graphs(Modality):
         return [training_state(params, cfg.train.optimizer, "the GIN encoder and InfoGraph heads", keys),
                 MemoryTerm("one batch's node activations", nodes, ("train.batch_size", *keys))]
 
-    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+    def build_encoder(self, cfg: RunConfig, train: GraphDataset) -> nn.Module:
         from hardneg.models.gin import seeded_infograph_model
 
         return seeded_infograph_model(in_dim=int(train.num_features), seed=cfg.seed, **cfg.model.arguments())
@@ -351,7 +352,9 @@ class Graphs(Modality):
         return local_global_detailed(loss, local, global_, batch, labels=labels, generator=generator)
 
     # -- evaluation --------------------------------------------------------------------------------
-    def evaluate(self, encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
+    def evaluate(
+        self, cfg: RunConfig, encoder: nn.Module, train: GraphDataset, test: GraphDataset
+    ) -> EvalResult:
         from hardneg.evaluate.svm_cv import cross_validated_readouts
 
         start = time.perf_counter()

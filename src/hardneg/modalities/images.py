@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from hardneg.config.errors import ConfigError
+from hardneg.data.images import LabeledImages
 from hardneg.data.splits import IMAGE_DATASETS
-from hardneg.modalities.base import DataSection, IdentityViews, ImageViews, Modality, ViewMaker
+from hardneg.modalities.base import DataSection, IdentityViews, ImageViews, TwoViewModality, ViewMaker
 from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 from hardneg.models.configured import configured_encoder
 
@@ -67,7 +68,7 @@ def _check_root(d: Any) -> None:
         )
 
 
-def _check_batch(cfg: RunConfig, train: Any) -> None:
+def _check_batch(cfg: RunConfig, train: LabeledImages) -> None:
     """With ``train.drop_last`` one full batch must fit in the training images, checked before training."""
     d: Any = cfg.data
     b, n = cfg.train.batch_size, len(train)
@@ -85,7 +86,7 @@ _IMAGE_SIZES = {"digits": (1, 8), "mnist": (1, 28), "fashion_mnist": (1, 28), "c
                 "cifar100": (3, 32), "stl10": (3, 96), "tiny_imagenet": (3, 64)}
 
 
-class Images(Modality):
+class Images(TwoViewModality[LabeledImages, LabeledImages]):
     """SimCLR / MoCo on images (see the module docstring)."""
 
     name = "images"
@@ -108,13 +109,11 @@ class Images(Modality):
         """``random`` noise images carry meaningless labels: the loss does not see them."""
         return cfg.data.dataset != "random"
 
-    def pictures(self, split: Any) -> Tensor | None:
-        """The images of a :class:`~hardneg.data.images.LabeledImages` split (every image data set's)."""
-        from hardneg.data.images import LabeledImages
+    def pictures(self, cfg: RunConfig, split: LabeledImages) -> Tensor | None:
+        """The images of the split (every image data set's)."""
+        return split.images
 
-        return split.images if isinstance(split, LabeledImages) else None
-
-    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+    def load(self, cfg: RunConfig) -> tuple[LabeledImages, LabeledImages]:
         from hardneg.data.splits import load_image_splits
 
         d: Any = cfg.data
@@ -143,12 +142,12 @@ class Images(Modality):
             return [FASHION_MNIST_DEBIAN_DIR]
         return super().data_files(cfg)
 
-    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+    def dataset(self, cfg: RunConfig, train: LabeledImages) -> Dataset[Any]:
         from hardneg.data.batches import BatchedImages
 
         return BatchedImages(train, oracle_positive=cfg.data.oracle_positive, seed=cfg.seed)  # type: ignore[attr-defined]
 
-    def views(self, cfg: RunConfig, train: Any) -> ViewMaker:
+    def views(self, cfg: RunConfig, train: LabeledImages) -> ViewMaker:
         from hardneg.data.augment import SimCLRAugment, digits_augment
 
         d: Any = cfg.data
@@ -187,5 +186,5 @@ class Images(Modality):
                 training_state(params, cfg.train.optimizer, f"the {cfg.model.encoder} encoder", keys),
                 MemoryTerm("one batch of two image views", views, view_keys)]
 
-    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+    def build_encoder(self, cfg: RunConfig, train: LabeledImages) -> nn.Module:
         return configured_encoder(cfg.model, in_channels=int(train.images.shape[1]))

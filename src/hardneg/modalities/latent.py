@@ -5,7 +5,8 @@ Pairs ``(x, x⁺)`` are two samples of one latent class drawn from the simulator
 encoder an MLP with a projection head, the evaluation the engine's readouts (mean classifier,
 average k-wise tasks, Arora et al.'s Table 1 grid with ``eval.latent_table``).
 
-Two layouts of the loss (``data.layout``; the modality's own :meth:`Latent.step`):
+Two layouts of the loss (``data.layout``; the modality is both kinds, :meth:`Latent.own_step`
+says which step trains):
 
 - ``two_views`` (default): SimCLR's — both points of every pair are anchors, each against the
   other 2B − 2 points of the batch (K of them with ``loss.num_negatives``): the engine's
@@ -29,7 +30,8 @@ from pydantic import Field
 
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
-from hardneg.modalities.base import DataSection, Modality
+from hardneg.data.vectors import LabeledVectors
+from hardneg.modalities.base import DataSection, OwnStepModality, TwoViewModality
 from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 from hardneg.modalities.readouts import ClassTableEval
 from hardneg.models.configured import configured_encoder
@@ -85,8 +87,10 @@ class LatentData(DataSection):
     )
 
 
-class Latent(Modality):
-    """The latent-class simulator (see the module docstring)."""
+class Latent(OwnStepModality[LabeledVectors, LabeledVectors],
+             TwoViewModality[LabeledVectors, LabeledVectors]):
+    """The latent-class simulator (see the module docstring): both kinds, its own step with
+    ``data.layout: tuples``, the engine's two-view step (the pairs are the views) otherwise."""
 
     name = "latent"
     datasets = ("latent",)
@@ -146,7 +150,7 @@ class Latent(Modality):
             f"seed {lat.seed}{layout})"
         )
 
-    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
+    def load(self, cfg: RunConfig) -> tuple[LabeledVectors, LabeledVectors]:
         from hardneg.data.vectors import load_latent_splits
 
         d: Any = cfg.data
@@ -155,9 +159,10 @@ class Latent(Modality):
         return train.head(d.train_subset), test.head(d.test_subset)
 
     def own_step(self, cfg: RunConfig) -> bool:
-        return cfg.data.layout == "tuples"  # type: ignore[attr-defined]  # pairs: the engine's step
+        """``data.layout: tuples`` trains with :meth:`step`; ``two_views``, the engine's step."""
+        return cfg.data.layout == "tuples"  # type: ignore[attr-defined]
 
-    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+    def dataset(self, cfg: RunConfig, train: LabeledVectors) -> Dataset[Any]:
         from hardneg.data.vectors import BatchedLatent, BatchedPairs
 
         return BatchedLatent(train) if self.own_step(cfg) else BatchedPairs(train)
@@ -186,7 +191,7 @@ class Latent(Modality):
                                     ("data.latent.doc_length", "data.latent.train_size")))
         return terms
 
-    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+    def build_encoder(self, cfg: RunConfig, train: LabeledVectors) -> nn.Module:
         return configured_encoder(cfg.model, in_dim=int(train.inputs.shape[1]))
 
     def step(

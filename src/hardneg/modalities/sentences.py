@@ -38,7 +38,8 @@ from torch import Tensor, nn
 
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import EvalSection, Section, TrainConfig
-from hardneg.modalities.base import DataSection, EvalResult, Modality
+from hardneg.data.text.splits import TokenSplit
+from hardneg.modalities.base import DataSection, EvalResult, OwnStepModality
 from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
     from hardneg.config.schema import RunConfig
     from hardneg.data.text.documents import EncodedDocuments
-    from hardneg.data.text.splits import TokenSplit
+    from hardneg.data.text.vocab import Vocabulary
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
 
@@ -63,6 +64,13 @@ _SENTEVAL_DOCS = "https://github.com/hardneg/hardneg/blob/main/docs/senteval.md"
 
 _DEFAULT_TASKS = ("MR", "CR", "SUBJ", "TREC")
 _BATCH_SIZE_DEFAULT = TrainConfig.model_fields["batch_size"].default
+
+
+def _vocab(train: TokenSplit) -> Vocabulary:
+    """The vocabulary of the training split (``load`` builds it), checked."""
+    if train.vocab is None:
+        raise ValueError("train must be a TokenSplit with its vocabulary (as load returns it), got None")
+    return train.vocab
 
 
 class SentencesText(Section):
@@ -201,14 +209,15 @@ def encode_sentences(
     return extract_features(encoder, ids, batch_size=batch_size).numpy()
 
 
-class Sentences(Modality):
-    """Quick-thoughts on sentences in order (see the module docstring)."""
+class Sentences(OwnStepModality[TokenSplit, TokenSplit]):
+    """Quick-thoughts on sentences in order (see the module docstring): its own step, SentEval."""
 
     name = "sentences"
     datasets = ("sentences",)
     encoders = ("bow", "gru")
     section = SentencesData
     eval_section = SentEvalSection
+    evaluates_itself = True
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
@@ -230,9 +239,7 @@ class Sentences(Modality):
     def batch_size(self, cfg: RunConfig) -> int:
         return int(cfg.data.text.window)  # type: ignore[attr-defined]
 
-    def load(self, cfg: RunConfig) -> tuple[Any, Any]:
-        from hardneg.data.text.splits import TokenSplit
-
+    def load(self, cfg: RunConfig) -> tuple[TokenSplit, TokenSplit]:
         d: SentencesData = cfg.data  # type: ignore[assignment]
         _check_senteval_tasks(cfg)  # the evaluation's data, read and checked before training
         enc = load_documents(d)
@@ -277,11 +284,12 @@ class Sentences(Modality):
         folder = _eval(cfg).senteval
         return files + ([Path(folder)] if folder is not None else [])
 
-    def dataset(self, train: Any, cfg: RunConfig) -> Dataset[Any]:
+    def dataset(self, cfg: RunConfig, train: TokenSplit) -> Dataset[Any]:
         return ContiguousWindows(train, window=cfg.data.text.window)  # type: ignore[attr-defined, return-value]
 
-    def save(self, train: Any, run_dir: Path) -> None:
-        train.vocab.save(run_dir / "vocab.json")
+    def save(self, cfg: RunConfig, train: TokenSplit, run_dir: Path) -> None:
+        """The vocabulary, ``vocab.json``."""
+        _vocab(train).save(run_dir / "vocab.json")
 
     # -- model and step --------------------------------------------------------------------------
     def memory(self, cfg: RunConfig) -> list[MemoryTerm]:
@@ -311,7 +319,7 @@ class Sentences(Modality):
             training_state(2 * params, cfg.train.optimizer, f"the two {m.encoder} encoders f and g", keys),
         ]
 
-    def build_encoder(self, cfg: RunConfig, train: Any) -> nn.Module:
+    def build_encoder(self, cfg: RunConfig, train: TokenSplit) -> nn.Module:
         from hardneg.models.bow import BagOfWords
         from hardneg.models.gru import GRUEncoder
         from hardneg.text.quickthoughts import QuickThoughts
@@ -320,8 +328,8 @@ class Sentences(Modality):
 
         def one() -> nn.Module:
             if m.encoder == "gru":
-                return GRUEncoder(vocab_size=len(train.vocab), **m.arguments())
-            return BagOfWords(vocab_size=len(train.vocab), **m.arguments())
+                return GRUEncoder(vocab_size=len(_vocab(train)), **m.arguments())
+            return BagOfWords(vocab_size=len(_vocab(train)), **m.arguments())
 
         return QuickThoughts(f=one(), g=one())
 
@@ -348,7 +356,7 @@ class Sentences(Modality):
         )
 
     # -- evaluation --------------------------------------------------------------------------------
-    def evaluate(self, encoder: nn.Module, train: Any, test: Any, cfg: RunConfig) -> EvalResult:
+    def evaluate(self, cfg: RunConfig, encoder: nn.Module, train: TokenSplit, test: TokenSplit) -> EvalResult:
         from hardneg.evaluate import extract_features
         from hardneg.senteval import evaluate_folder, prepare_senteval
 
@@ -356,7 +364,7 @@ class Sentences(Modality):
         e, length = _eval(cfg), cfg.data.text.max_length  # type: ignore[attr-defined]
 
         def encode(sentences: list[str]) -> np.ndarray:
-            return encode_sentences(encoder, train.vocab, list(sentences), max_length=length)
+            return encode_sentences(encoder, _vocab(train), list(sentences), max_length=length)
 
         def features(split: TokenSplit) -> Tensor:
             return extract_features(encoder, split.inputs, batch_size=e.batch_size)

@@ -17,6 +17,7 @@ import lightning as L
 
 from hardneg.loss import ContrastiveLoss
 from hardneg.modalities import get_modality
+from hardneg.modalities.base import TwoViewModality, ViewMaker, trains_with_own_step
 from hardneg.pipeline.callbacks import BetaAnnealingCallback
 from hardneg.pipeline.config import MocoConfig, RunConfig
 from hardneg.pipeline.module import ContrastiveModule
@@ -55,7 +56,12 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
     for name in cfg.imports:  # user registrations (also in spawned compare/sweep workers)
         importlib.import_module(name)
     modality = get_modality(cfg.data.dataset)
-    own_step = modality.own_step(cfg)
+    step: Any = None  # the modality's own step, or the engine's two-view step with its views
+    views: ViewMaker | None = None
+    if trains_with_own_step(modality, cfg):
+        step = functools.partial(modality.step, cfg)
+    elif isinstance(modality, TwoViewModality):
+        views = modality.views(cfg, train)
     loss = build_loss(cfg)
     callbacks: list[L.Callback] = []
     if cfg.loss.anneal.enabled:
@@ -70,7 +76,7 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
     module = ContrastiveModule(
         encoder=modality.build_encoder(cfg, train),
         loss=loss,
-        views=None if own_step else modality.views(cfg, train),
+        views=views,
         mode=t.mode,
         seed=cfg.seed,
         optimizer=t.optimizer,
@@ -81,7 +87,7 @@ def build_module(cfg: RunConfig, train: Any) -> tuple[ContrastiveModule, list[L.
         moco_momentum=moco.momentum,
         use_labels=modality.uses_labels(cfg),
         grad_cache_chunk=t.grad_cache_chunk,
-        step=functools.partial(modality.step, cfg) if own_step else None,
+        step=step,
         lr_schedule=t.lr_schedule,
         warmup_epochs=t.warmup_epochs,
         num_epochs=t.epochs,

@@ -53,6 +53,7 @@ from hardneg.config import (
     unknown_key,
 )
 from hardneg.modalities import Modality, dataset_names, get_modality
+from hardneg.modalities.base import trains_with_own_step
 from hardneg.models.sections import encoder_section, encoder_section_names
 
 __all__ = [
@@ -511,7 +512,7 @@ def _check_cross(cfg: RunConfig, modality: Modality) -> None:
                 "invalid value for 'loss.anneal.enabled': annealing needs a distribution with beta "
                 f"(e.g. 'hard'), got loss.negatives.name={cfg.loss.negatives['name']!r}"
             )
-    if modality.own_step(cfg):
+    if trains_with_own_step(modality, cfg):
         if cfg.train.mode != "simclr":
             raise ConfigError(
                 f"invalid value for 'train.mode': {name} trains with its own step; use 'simclr', "
@@ -523,7 +524,7 @@ def _check_cross(cfg: RunConfig, modality: Modality) -> None:
                 f"null, got {cfg.train.grad_cache_chunk}"
             )
     online = getattr(cfg.eval, "every_n_epochs", 0)  # the engine readouts' online kNN
-    if modality.has_evaluate and online > 0:
+    if modality.evaluates_itself and online > 0:
         raise ConfigError(
             f"invalid value for 'eval.every_n_epochs': {name} has no online kNN; must be 0, got {online}"
         )

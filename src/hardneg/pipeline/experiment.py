@@ -78,8 +78,8 @@ def _is_child_process() -> bool:
     return int(os.environ.get("LOCAL_RANK", "0")) > 0
 
 
-def load_data(cfg: RunConfig) -> tuple[Split, Split]:
-    """``(train, test)`` of ``data.dataset`` through its modality."""
+def load_data(cfg: RunConfig) -> tuple[Any, Any]:
+    """``(train, test)`` of ``data.dataset`` through its modality (of the split types it declares)."""
     return get_modality(cfg.data.dataset).load(cfg)
 
 
@@ -163,7 +163,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     t_data = time.perf_counter() - t0
     modality = get_modality(cfg.data.dataset)
     if not child:
-        modality.save(train, run)
+        modality.save(cfg, train, run)
     with stage("building the model", cfg, ["model"]):
         module, callbacks = build_module(cfg, train)
     timer = PhaseTimer()
@@ -184,7 +184,7 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
         )
         callbacks.append(online)
     t = cfg.train
-    dataset = modality.dataset(train, cfg)
+    dataset = modality.dataset(cfg, train)
     datamodule = ContrastiveDataModule(
         dataset=dataset,
         batch_size=t.batch_size,
@@ -271,8 +271,8 @@ def _evaluate_and_write(
 ) -> RunResult:
     e = cfg.eval
     modality = get_modality(cfg.data.dataset)
-    if modality.has_evaluate:
-        res = modality.evaluate(module.encoder, train, test, cfg)
+    if modality.evaluates_itself:
+        res = modality.evaluate(cfg, module.encoder, train, test)
     else:
         res = _evaluate_views(cfg, module, train, test)
     test_labels = torch.as_tensor(test.labels)
@@ -285,7 +285,7 @@ def _evaluate_and_write(
             fig_dir / "cosine_histograms.png",
             title="cosine similarity of test representations",
         )
-        pictures = modality.pictures(test)  # a grid of images; data without a picture has none
+        pictures = modality.pictures(cfg, test)  # a grid of images; data without a picture has none
         if pictures is not None:
             figures.hardest_negatives_grid(
                 pictures, res.test_features, test.labels, fig_dir / "hardest_negatives.png", seed=cfg.seed

@@ -105,7 +105,7 @@ def evaluation_terms(cfg: RunConfig, modality: Modality) -> list[MemoryTerm]:
     from hardneg.modalities.readouts import ReadoutEval
 
     e = cfg.eval
-    if modality.has_evaluate or not isinstance(e, ReadoutEval):
+    if modality.evaluates_itself or not isinstance(e, ReadoutEval):
         return []
     ks = [*(e.kwise if e.mean_classifier else []), *((1, 9) if e.readouts()["latent_table"] else ())]
     if not ks:
