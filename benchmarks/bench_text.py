@@ -54,10 +54,10 @@ import torch
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
+    from hardneg.config import RunConfig
     from hardneg.data.text.splits import TokenSplit
     from hardneg.loss import ContrastiveLoss
     from hardneg.modalities.articles import ArticleBatches
-    from hardneg.pipeline.config import RunConfig
 
 HERE = Path(__file__).resolve().parent
 

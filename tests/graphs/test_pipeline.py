@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hardneg.cli import app
-from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.config import ConfigError
+from hardneg.pipeline.config import load_config
 from hardneg.pipeline.experiment import train_run
 
 pytest.importorskip("torch_geometric")

@@ -86,7 +86,8 @@ def test_tiled_engine_refuses_target_ess() -> None:
 def test_config_accepts_target_ess_and_refuses_it_with_annealing() -> None:
     for module in ("yaml", "pydantic", "lightning"):  # the pipeline: the "cli" extra
         pytest.importorskip(module)
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.config import ConfigError
+    from hardneg.pipeline.config import load_config
 
     cfg = load_config("digits", ["loss.negatives.name=hard", "loss.negatives.target_ess=0.5"])
     assert cfg.loss.negatives["target_ess"] == 0.5

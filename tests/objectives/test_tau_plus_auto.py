@@ -153,8 +153,9 @@ def test_auto_is_refused_by_the_tiled_engine_with_a_clear_error() -> None:
 def test_config_accepts_auto_and_names_a_bad_string() -> None:
     for module in ("yaml", "pydantic", "lightning"):  # the pipeline: the "cli" extra
         pytest.importorskip(module)
+    from hardneg.config import ConfigError
     from hardneg.pipeline.build import build_loss
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.pipeline.config import load_config
 
     cfg = load_config("digits", ["loss.objective.tau_plus=auto"])
     assert build_loss(cfg).objective.auto

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hardneg.config import ConfigError, RunConfig
 from hardneg.pipeline.config import (
-    ConfigError,
-    RunConfig,
     config_to_dict,
     dump_yaml,
     load_config,

@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
+from hardneg.config import ConfigError
 from hardneg.pipeline.build import build_loss
-from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.config import load_config
 from hardneg.pipeline.experiment import RunExists, evaluate_run, train_run
 from hardneg.pipeline.history import read_history
 from hardneg.pipeline.registry import NEGATIVES, OBJECTIVES

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.config import ConfigError
+from hardneg.pipeline.config import load_config
 from hardneg.pipeline.experiment import train_run
 
 from .helpers import tiny

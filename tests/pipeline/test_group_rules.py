@@ -15,8 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from hardneg.cli import app
+from hardneg.config import ConfigError
 from hardneg.pipeline import workers
-from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.config import load_config
 from hardneg.pipeline.groups import GroupInterrupted, check_group, run_group
 from hardneg.pipeline.workers import Interrupted
 

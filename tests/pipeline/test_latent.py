@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from hardneg.config import ConfigError
 from hardneg.data.latent import LatentClassSimulator
 from hardneg.data.vectors import BatchedLatent, BatchedPairs, LatentBatch, load_latent_splits
-from hardneg.pipeline.config import ConfigError, load_config, resolve_config_path
+from hardneg.pipeline.config import load_config, resolve_config_path
 from hardneg.pipeline.data import ContrastiveDataModule
 from hardneg.pipeline.experiment import evaluate_run, train_run
 from hardneg.pipeline.history import read_history

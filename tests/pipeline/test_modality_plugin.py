@@ -56,7 +56,8 @@ def test_toy_modality_trains_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_keys_of_another_modality_are_refused() -> None:
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.config import ConfigError
+    from hardneg.pipeline.config import load_config
 
     with pytest.raises(ConfigError, match=r"unknown config key 'data.latent'.*valid keys in 'data'"):
         load_config("digits", ["data.latent.num_classes=3"])

@@ -66,7 +66,7 @@ def test_a_02_plugin_trains_to_the_numbers_of_the_03_one(tmp_path: Path) -> None
     with pytest.warns(DeprecationWarning) as caught:
         adapted = register_modality(Toy02())
     message = str(caught[0].message)
-    assert "modality Toy02 is written for hardneg 0.2" in message and "refused from 0.3" in message
+    assert "modality Toy02 is written for hardneg 0.2" in message and "refused from 0.4" in message
     assert "subclass TwoViewModality instead of Modality" in message
     assert "dataset(train, cfg) -> dataset(cfg, train)" in message
     assert isinstance(adapted, TwoViewModality) and adapted.name == "toy02"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from hardneg.config import RunConfig
 from hardneg.pipeline import provenance as prov
-from hardneg.pipeline.config import RunConfig, dump_yaml, load_config
+from hardneg.pipeline.config import dump_yaml, load_config
 from hardneg.pipeline.experiment import train_run
 from hardneg.pipeline.provenance import PROVENANCE_FILE
 from hardneg.pipeline.run_folder import changed_keys

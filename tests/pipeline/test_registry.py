@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.config import ConfigError
+from hardneg.pipeline.config import load_config
 from hardneg.pipeline.history import read_history
 from hardneg.pipeline.registry import NEGATIVES
 

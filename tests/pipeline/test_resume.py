@@ -151,7 +151,8 @@ def test_resume_of_a_finished_run_adds_no_checkpoint_and_keeps_the_log(tmp_path)
 
 
 def test_the_thread_count_is_recorded_and_a_different_one_refused_on_resume(tmp_path):
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.config import ConfigError
+    from hardneg.pipeline.config import load_config
     from hardneg.pipeline.run_folder import prepare_run_dir
 
     unset = load_config("digits", ["train.threads=null"])

@@ -13,8 +13,9 @@ from typing import Any
 import torch
 from pydantic import Field
 
+from hardneg.config import DataSection
 from hardneg.data.vectors import BatchedPairs, LabeledVectors
-from hardneg.modalities.base import DataSection, TwoViewModality, register_modality
+from hardneg.modalities.base import TwoViewModality, register_modality
 from hardneg.models.configured import configured_encoder
 
 

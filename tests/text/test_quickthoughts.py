@@ -256,7 +256,8 @@ def test_windows_are_contiguous_and_one_index_is_one_batch(tmp_path: Path) -> No
 )
 def test_bad_settings_fail_when_the_config_is_loaded(tmp_path: Path, overrides: list[str], key: str) -> None:
     """Checked before anything is written (no data read): the error names the key."""
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.config import ConfigError
+    from hardneg.pipeline.config import load_config
 
     corpus = _corpus(tmp_path / "corpus.txt", docs=6, per_doc=4)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
@@ -264,7 +265,8 @@ def test_bad_settings_fail_when_the_config_is_loaded(tmp_path: Path, overrides: 
 
 
 def test_senteval_tasks_must_be_in_the_folder(tmp_path: Path) -> None:
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.config import ConfigError
+    from hardneg.pipeline.config import load_config
 
     corpus = _corpus(tmp_path / "corpus.txt", docs=6, per_doc=4)
     folder = _senteval(tmp_path / "senteval")
@@ -277,8 +279,9 @@ def test_senteval_tasks_must_be_in_the_folder(tmp_path: Path) -> None:
 def test_keys_of_the_articles_modality_are_refused_naming_the_valid_keys() -> None:
     from pydantic import ValidationError
 
+    from hardneg.config import ConfigError
     from hardneg.modalities.sentences import SentencesData
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.pipeline.config import load_config
 
     with pytest.raises(ValidationError):
         SentencesData.model_validate({"dataset": "sentences", "text": {"corpus_negatives": 8}})
@@ -299,9 +302,10 @@ def test_the_cli_refuses_an_unknown_key_before_writing_anything(tmp_path: Path) 
 
 
 def test_the_window_is_the_batch_and_train_batch_size_does_not_apply(tmp_path: Path) -> None:
+    from hardneg.config import ConfigError
     from hardneg.config.schema import TrainConfig
     from hardneg.modalities.sentences import ContiguousWindows, Sentences
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.pipeline.config import load_config
     from hardneg.pipeline.experiment import load_data
 
     corpus = _corpus(tmp_path / "corpus.txt", docs=6, per_doc=4)

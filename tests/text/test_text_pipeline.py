@@ -12,10 +12,11 @@ import torch
 from typer.testing import CliRunner
 
 from hardneg.cli import app
+from hardneg.config import ConfigError
 from hardneg.data.text.splits import split_by_article
 from hardneg.modalities.articles import ArticleBatches, Articles
 from hardneg.models.bow import BagOfWords
-from hardneg.pipeline.config import ConfigError, load_config
+from hardneg.pipeline.config import load_config
 from hardneg.pipeline.experiment import load_data
 
 TOPICS = {

@@ -104,7 +104,8 @@ def _fail(err: BaseException) -> typer.Exit:
 def _load(config: str, overrides: list[str] | None, *, fits: bool = False):  # type: ignore[no-untyped-def]
     """The validated config; with ``fits``, also refused when it cannot fit in memory (before
     Lightning is even imported: seconds, not minutes)."""
-    from hardneg.pipeline.config import ConfigError, load_config
+    from hardneg.config import ConfigError
+    from hardneg.pipeline.config import load_config
 
     try:
         cfg = load_config(config, overrides or [])

@@ -20,9 +20,7 @@ module            ``data.dataset``                            kind              
 
 from hardneg.modalities.articles import Articles
 from hardneg.modalities.base import (
-    DataSection,
     EvalResult,
-    EvalSection,
     IdentityViews,
     ImageViews,
     Modality,
@@ -39,9 +37,7 @@ from hardneg.modalities.latent import Latent
 from hardneg.modalities.sentences import Sentences
 
 __all__ = [
-    "DataSection",
     "EvalResult",
-    "EvalSection",
     "IdentityViews",
     "ImageViews",
     "Modality",
@@ -56,3 +52,16 @@ __all__ = [
 for _plugin in (Images(), Latent(), Graphs(), Articles(), Sentences()):
     if not set(_plugin.datasets) & set(dataset_names()):  # a user's registration wins
         register_modality(_plugin)
+
+
+def __getattr__(name: str) -> object:
+    """The 0.2 import path of the config sections (``hardneg.modalities.DataSection``), with a warning."""
+    if name in ("DataSection", "EvalSection"):
+        import warnings
+
+        import hardneg.config
+
+        warnings.warn(f"import {name} from hardneg.config (its one import path); hardneg.modalities' "
+                      "re-export is removed in 0.4", DeprecationWarning, stacklevel=2)
+        return getattr(hardneg.config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

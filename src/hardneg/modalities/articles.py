@@ -36,10 +36,11 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from hardneg.config import DataSection
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.data.text.splits import TokenSplit
-from hardneg.modalities.base import DataSection, OwnStepModality
+from hardneg.modalities.base import OwnStepModality
 from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
 from hardneg.modalities.readouts import ClassTableEval
 

@@ -71,7 +71,7 @@ it first)::
 A 0.2 plug-in — a direct subclass of :class:`Modality` with the 0.2 argument order
 (``dataset(train, cfg)``, ``evaluate(encoder, train, test, cfg)``, ``save(train, run_dir)``,
 ``pictures(split)``) — still registers, with a ``DeprecationWarning`` naming what to change; it
-is refused from 0.3.
+is refused from 0.4.
 """
 
 from __future__ import annotations
@@ -100,9 +100,7 @@ if TYPE_CHECKING:
     from hardneg.reduction import LossOutput
 
 __all__ = [
-    "DataSection",
     "EvalResult",
-    "EvalSection",
     "IdentityViews",
     "ImageViews",
     "Modality",
@@ -321,7 +319,7 @@ def register_modality(modality: Modality[Any, Any]) -> Modality[Any, Any]:
     A later registration of a name replaces the earlier one (a user's modality may shadow a
     built-in). Returns the modality registered: ``modality``, or for a 0.2 plug-in (a direct
     subclass of :class:`Modality`, or the 0.2 argument order) the adapter that serves it, after a
-    ``DeprecationWarning`` naming what to change (refused from 0.3).
+    ``DeprecationWarning`` naming what to change (refused from 0.4).
 
     Raises:
         TypeError: ``modality`` is not a :class:`Modality`, or a section is not a
@@ -366,7 +364,7 @@ def dataset_names() -> tuple[str, ...]:
     return tuple(sorted(_REGISTRY))
 
 
-# -- 0.2 plug-ins (removed in 0.3) -------------------------------------------------------------------
+# -- 0.2 plug-ins (removed in 0.4) -------------------------------------------------------------------
 
 # member -> (0.2 signature, 0.3 signature, how to tell the 0.2 one from its parameters)
 _ORDER_02 = {
@@ -411,7 +409,7 @@ def _adapt_02(modality: Modality[Any, Any]) -> Modality[Any, Any]:
         if _defines(modality, "evaluate") is not None:
             changes.append("declare evaluates_itself = True (it defines evaluate)")
     warnings.warn(
-        f"modality {cls} is written for hardneg 0.2; it still registers, but is refused from 0.3: "
+        f"modality {cls} is written for hardneg 0.2; it still registers, but is refused from 0.4: "
         f"{'; '.join(changes)}",
         DeprecationWarning,
         stacklevel=3,

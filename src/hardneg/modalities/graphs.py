@@ -37,10 +37,11 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from hardneg.config import DataSection
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import EvalSection, Section
 from hardneg.data.graphs.dataset import GraphDataset
-from hardneg.modalities.base import DataSection, EvalResult, OwnStepModality
+from hardneg.modalities.base import EvalResult, OwnStepModality
 from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 
 if TYPE_CHECKING:

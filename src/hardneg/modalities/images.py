@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from hardneg.config import DataSection
 from hardneg.config.errors import ConfigError
 from hardneg.data.images import LabeledImages
 from hardneg.data.splits import IMAGE_DATASETS
-from hardneg.modalities.base import DataSection, IdentityViews, ImageViews, TwoViewModality, ViewMaker
+from hardneg.modalities.base import IdentityViews, ImageViews, TwoViewModality, ViewMaker
 from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 from hardneg.models.configured import configured_encoder
 

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import torch
 from pydantic import Field
 
+from hardneg.config import DataSection
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.data.vectors import LabeledVectors
-from hardneg.modalities.base import DataSection, OwnStepModality, TwoViewModality
+from hardneg.modalities.base import OwnStepModality, TwoViewModality
 from hardneg.modalities.memory import FLOAT, MemoryTerm, training_state
 from hardneg.modalities.readouts import ClassTableEval
 from hardneg.models.configured import configured_encoder

@@ -36,10 +36,11 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
+from hardneg.config import DataSection
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import EvalSection, Section, TrainConfig
 from hardneg.data.text.splits import TokenSplit
-from hardneg.modalities.base import DataSection, EvalResult, OwnStepModality
+from hardneg.modalities.base import EvalResult, OwnStepModality
 from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
 
 if TYPE_CHECKING:

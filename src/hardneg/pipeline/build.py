@@ -15,11 +15,11 @@ from typing import Any
 
 import lightning as L
 
+from hardneg.config import MocoConfig, RunConfig
 from hardneg.loss import ContrastiveLoss
 from hardneg.modalities import get_modality
 from hardneg.modalities.base import TwoViewModality, ViewMaker, trains_with_own_step
 from hardneg.pipeline.callbacks import BetaAnnealingCallback
-from hardneg.pipeline.config import MocoConfig, RunConfig
 from hardneg.pipeline.module import ContrastiveModule
 from hardneg.pipeline.registry import NEGATIVES, OBJECTIVES
 from hardneg.schedules import BetaAnnealing

@@ -1,4 +1,7 @@
-"""YAML files and ``key=value`` overrides → a validated :class:`~hardneg.pipeline.config.RunConfig`.
+"""YAML files and ``key=value`` overrides → a validated :class:`~hardneg.config.RunConfig`.
+
+The config vocabulary (``RunConfig``, ``ConfigError``, the sections) has one import path,
+:mod:`hardneg.config`; this module loads, checks and writes configs.
 
 This is the edge of the pipeline: strings are parsed and checked here, once. A config file lists
 only what it changes from the defaults; overrides use dotted keys (``loss.negatives.beta=0.5``,
@@ -8,6 +11,7 @@ an error. Component sections (``loss.negatives``, ``loss.objective``) are replac
 mapping, and setting their ``name`` to another component starts them afresh, so
 ``loss.negatives.name=ot`` never inherits ``beta`` from a previous ``hard``.
 
+>>> from hardneg.config import ConfigError
 >>> cfg = load_config("digits", ["loss.negatives.name=hard", "loss.negatives.beta=0.5", "train.epochs=2"])
 >>> cfg.loss.negatives, cfg.train.epochs
 ({'name': 'hard', 'beta': 0.5, 'detach_weights': False, 'rescale': False, 'target_ess': None}, 2)
@@ -36,17 +40,11 @@ import yaml
 from pydantic import ValidationError
 
 from hardneg.config import (
-    CompareConfig,
     ConfigError,
     DataSection,
-    EvalSection,
-    LossConfig,
-    MocoConfig,
-    MocoSection,
     ModelSection,
     RunConfig,
     Section,
-    SweepConfig,
     TrainConfig,
     from_validation_error,
     moco_section,
@@ -58,18 +56,7 @@ from hardneg.models.sections import encoder_section, encoder_section_names
 
 __all__ = [
     "COMPONENT_SECTIONS",
-    "CompareConfig",
-    "ConfigError",
-    "DataSection",
     "Dependent",
-    "EvalSection",
-    "LossConfig",
-    "MocoConfig",
-    "MocoSection",
-    "ModelSection",
-    "RunConfig",
-    "SweepConfig",
-    "TrainConfig",
     "apply_overrides",
     "config_to_dict",
     "dependent_sections",
@@ -669,3 +656,20 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
 def dump_yaml(cfg: RunConfig) -> str:
     """The config as YAML text (round-trips through :func:`load_config`)."""
     return yaml.safe_dump(config_to_dict(cfg), sort_keys=False)
+
+
+_MOVED = frozenset({"CompareConfig", "ConfigError", "DataSection", "EvalSection", "LossConfig", "MocoConfig",
+                    "MocoSection", "ModelSection", "RunConfig", "SweepConfig", "TrainConfig"})
+
+
+def __getattr__(name: str) -> Any:
+    """The config vocabulary's 0.2 import path (``hardneg.pipeline.config.X``), with a warning."""
+    if name in _MOVED:
+        import warnings
+
+        import hardneg.config
+
+        warnings.warn(f"import {name} from hardneg.config (its one import path); hardneg.pipeline.config's "
+                      "re-export is removed in 0.4", DeprecationWarning, stacklevel=2)
+        return getattr(hardneg.config, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,6 +22,7 @@ import torch
 
 from hardneg._io import atomic_write_text
 from hardneg._signals import STOP_SIGNALS, interrupt_signals
+from hardneg.config import RunConfig
 from hardneg.data.vectors import Split, split_inputs
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
@@ -37,7 +38,7 @@ from hardneg.pipeline.checkpoints import (
     read_checkpoint,
     remove_partial_checkpoints,
 )
-from hardneg.pipeline.config import RunConfig, dump_yaml, load_config
+from hardneg.pipeline.config import dump_yaml, load_config
 from hardneg.pipeline.data import ContrastiveDataModule
 from hardneg.pipeline.engine import build_trainer
 from hardneg.pipeline.evaluation import EvalResult, evaluate_encoder

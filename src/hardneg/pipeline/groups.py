@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 
 from hardneg._io import atomic_write_text
+from hardneg.config import ConfigError, RunConfig
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
-from hardneg.pipeline.config import ConfigError, RunConfig, dump_yaml, flat_config, with_overrides
+from hardneg.pipeline.config import dump_yaml, flat_config, with_overrides
 from hardneg.pipeline.experiment import train_run
 from hardneg.pipeline.resources import check_group_memory
 from hardneg.pipeline.run_folder import (

@@ -36,13 +36,8 @@ import numpy as np
 import torch
 
 from hardneg._io import PARTIAL_SUFFIX, atomic_write_bytes, atomic_write_text
-from hardneg.pipeline.config import (
-    ConfigError,
-    RunConfig,
-    flat_config,
-    load_config,
-    with_overrides,
-)
+from hardneg.config import ConfigError, RunConfig
+from hardneg.pipeline.config import flat_config, load_config, with_overrides
 from hardneg.pipeline.history import HISTORY_FILE, csv_text, read_history
 
 __all__ = [
