@@ -2,7 +2,7 @@
 
 **Pipeline / bare** (the default): the steady-state step of the pipeline as ``hardneg train`` runs
 it (the config's :class:`~hardneg.pipeline.ContrastiveModule`, data module and callbacks under the
-Trainer of :func:`hardneg.pipeline.engine.build_trainer`) against a hand-written loop over the same
+Trainer of :func:`hardneg.pipeline.trainer.build_trainer`) against a hand-written loop over the same
 batches with the same encoder, augmentation, loss (:func:`hardneg.pipeline.build_loss` of the same
 config) and optimiser (Adam, same lr / weight decay). A pipeline step is the wall time from one
 ``on_train_batch_start`` to the next within an epoch (batch fetch, augmentation, forward, loss,
@@ -163,7 +163,7 @@ def pipeline_and_bare(parts: _Parts, steps: int, run_dir: Path) -> tuple[list[fl
     one (after one warm-up step of each)."""
     from hardneg.pipeline.callbacks import PhaseTimer, RunIdentity
     from hardneg.pipeline.checkpoints import config_digest
-    from hardneg.pipeline.engine import build_trainer
+    from hardneg.pipeline.trainer import build_trainer
 
     cfg, t = parts.cfg, parts.cfg.train
     bare = BareLoop(parts)
@@ -209,7 +209,7 @@ marks = {}
 
 class _Hook(importlib.abc.MetaPathFinder):
     # times the first imports of a few modules; patches the module's training_step to stop there
-    labels = {"hardneg.cli": "hardneg.cli", "hardneg.pipeline.engine": "Lightning (via engine)",
+    labels = {"hardneg.cli": "hardneg.cli", "hardneg.pipeline.trainer": "Lightning (via trainer)",
               "hardneg.pipeline.experiment": "experiment"}
     watch = {*labels, "hardneg.pipeline.module"}
 

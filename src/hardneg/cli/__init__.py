@@ -83,7 +83,7 @@ def _echo(msg: str) -> None:
 
 
 def _quiet_lightning() -> None:
-    from hardneg.pipeline.engine import quiet_lightning  # imports Lightning (its loggers start at INFO)
+    from hardneg.pipeline.trainer import quiet_lightning  # imports Lightning (its loggers start at INFO)
 
     quiet_lightning()
 

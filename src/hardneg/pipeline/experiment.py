@@ -40,7 +40,7 @@ from hardneg.pipeline.checkpoints import (
 )
 from hardneg.pipeline.config import dump_yaml, load_config
 from hardneg.pipeline.data import ContrastiveDataModule
-from hardneg.pipeline.engine import build_trainer
+from hardneg.pipeline.trainer import build_trainer
 from hardneg.pipeline.evaluation import EvalResult, evaluate_encoder
 from hardneg.pipeline.module import ContrastiveModule
 from hardneg.pipeline.provenance import PROVENANCE_FILE, provenance

@@ -198,7 +198,7 @@ def _seconds(result: RunResult | None, t0: float) -> str:
     return f"{total}: {', '.join(parts)}" if parts else total
 
 def _worker_init() -> None:
-    from hardneg.pipeline.engine import quiet_lightning
+    from hardneg.pipeline.trainer import quiet_lightning
 
     quiet_lightning()  # the same few messages as the CLI, never a checkpoint warning
 
