@@ -19,6 +19,11 @@ the diagonal set to −inf, ``F.cross_entropy`` with the partner's index):
 - the operators of one call at B = 64 (torch.profiler): aten operators and host reads
   (``aten::item`` / ``aten::_local_scalar_dense``), SimCLR and hard + debiased.
 
+``--per-call --ref REV`` measures a before/after in **one process**: the ``src/hardneg`` of git
+revision ``REV`` is exported to a temporary folder as the package ``hardneg_ref`` (its absolute
+imports renamed, :func:`import_ref`) and every ratio is printed for both, the two versions'
+calls interleaved in the same rounds, with ``after / before`` of SimCLR and of hard + debiased.
+
 Why this file and ``benchmarks/bench_tiled.py`` gave different hard/SimCLR ratios with the tiled
 engine (1.25 here, 1.05 there, issue 37): not the settings — both use β = 1, τ⁺ = 0.1, t = 0.5,
 d = 128, no diagnostics, and at B = 4096 this file's ``engine="auto"`` runs the tiled engine with
@@ -34,18 +39,26 @@ every B, 4096 included; its hard + debiased / SimCLR at B = 4096 is the number t
 on the values.)
 
 Usage: ``python benchmarks/bench_core.py [--sizes 256 512 1024 4096] [--repeats 7]``,
-``python benchmarks/bench_core.py --per-call [--calls 200]``
+``python benchmarks/bench_core.py --per-call [--calls 200] [--ref HEAD]``
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import importlib
+import io
 import json
 import math
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -131,21 +144,58 @@ def time_cases(cases: dict[str, object], b: int, repeats: int) -> dict[str, floa
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def per_call_ratios(repeats: int) -> list[tuple[str, int, int, float, float]]:
+def import_ref(rev: str) -> object:
+    """The package ``hardneg`` of git revision ``rev`` imported as ``hardneg_ref`` (a copy under a
+    temporary folder, ``hardneg`` renamed in its imports), beside the working tree's ``hardneg``."""
+    root = Path(__file__).resolve().parents[1]
+    tar = subprocess.run(
+        ["git", "archive", rev, "src/hardneg"], cwd=root, capture_output=True, check=True
+    ).stdout
+    tmp = Path(tempfile.mkdtemp(prefix="hardneg_ref_"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        archive.extractall(tmp, filter="data")
+    pkg = tmp / "src" / "hardneg_ref"
+    (tmp / "src" / "hardneg").rename(pkg)
+    pattern = re.compile(r"\b(from|import) hardneg(?=[. \n])|(?<=[\"'])hardneg(?=\.)")
+    def renamed(m: re.Match[str]) -> str:
+        return f"{m.group(1)} hardneg_ref" if m.group(1) else "hardneg_ref"
+
+    for path in pkg.rglob("*.py"):
+        path.write_text(pattern.sub(renamed, path.read_text()))
+    sys.path.insert(0, str(tmp / "src"))
+    return importlib.import_module("hardneg_ref")
+
+
+def per_call_ratios(repeats: int, ref: object | None = None) -> list[tuple[str, int, int, float, float]]:
     """(ratio name, B, d, ratio, denominator µs): the median over ``repeats`` rounds of the
-    per-round ratio of two fwd+bwd calls made back to back (which of the two goes first alternates
-    from round to round), and the denominator's median time (the first ratio's denominator: the
-    hand-written NT-Xent)."""
+    per-round ratio of two fwd+bwd calls made back to back (their order rotates from round to
+    round), and the denominator's median time (the first ratio's denominator: the hand-written
+    NT-Xent). With ``ref`` (:func:`import_ref`) the reference version's SimCLR and hard +
+    debiased run in the same rounds: rows ``…(ref)`` and ``after/before``."""
     simclr, hard = make_cases()["simclr"], make_cases()["hard"]
+    fns: dict[str, object] = {"handwritten": handwritten_ntxent, "simclr": simclr, "hard": hard}
+    if ref is not None:
+        fns["simclr_ref"] = ref.ContrastiveLoss(temperature=T)  # type: ignore[attr-defined]
+        fns["hard_ref"] = ref.ContrastiveLoss(  # type: ignore[attr-defined]
+            temperature=T, tau_plus=0.1, negatives=ref.negatives.Hard(beta=1.0)  # type: ignore[attr-defined]
+        )
+    ratios = [("simclr/handwritten", "simclr", "handwritten"), ("hard+debiased/simclr", "hard", "simclr")]
+    if ref is not None:
+        ratios += [
+            ("simclr(ref)/handwritten", "simclr_ref", "handwritten"),
+            ("hard+debiased(ref)/simclr(ref)", "hard_ref", "simclr_ref"),
+            ("simclr after/before", "simclr", "simclr_ref"),
+            ("hard+deb after/before", "hard", "hard_ref"),
+        ]
     rows = []
-    plan = [("simclr/handwritten", b, d) for d in (8, 128) for b in (8, 64, 256)]
-    plan += [("hard+debiased/simclr", b, 128) for b in (8, 64, 256, 1024, 4096)]
-    for name, b, d in plan:
+    plan = [(b, d) for d in (8, 128) for b in (8, 64, 256)] + [(b, 128) for b in (1024, 4096)]
+    for b, d in plan:
+        names = [n for n in fns if b <= 256 or n != "handwritten"]
         reps = repeats if b <= 256 else max(5, repeats // (8 if b < 4096 else 40))
         g = torch.Generator().manual_seed(0)
         z1 = torch.randn(b, d, generator=g, requires_grad=True)
         z2 = torch.randn(b, d, generator=g, requires_grad=True)
-        pair = (handwritten_ntxent, simclr) if name.startswith("simclr") else (simclr, hard)
 
         def timed(fn, z1: torch.Tensor = z1, z2: torch.Tensor = z2) -> float:  # type: ignore[no-untyped-def]
             z1.grad = z2.grad = None
@@ -154,19 +204,17 @@ def per_call_ratios(repeats: int) -> list[tuple[str, int, int, float, float]]:
             return time.perf_counter() - start
 
         for _ in range(3):
-            for fn in pair:
-                timed(fn)
-        dens, ratios = [], []
+            for name in names:
+                timed(fns[name])
+        times: dict[str, list[float]] = {name: [] for name in names}
         for i in range(reps):
-            if i % 2:
-                num = timed(pair[1])
-                den = timed(pair[0])
-            else:
-                den = timed(pair[0])
-                num = timed(pair[1])
-            dens.append(den)
-            ratios.append(num / den)
-        rows.append((name, b, d, statistics.median(ratios), 1e6 * statistics.median(dens)))
+            order = names[i % len(names) :] + names[: i % len(names)]
+            for name in order[::-1] if i % 2 else order:
+                times[name].append(timed(fns[name]))
+        for label, num, den in ratios:
+            if num in times and den in times and (d == 128 or not label.startswith("hard")):
+                per_round = [x / y for x, y in zip(times[num], times[den], strict=True)]
+                rows.append((label, b, d, statistics.median(per_round), 1e6 * statistics.median(times[den])))
     return rows
 
 
@@ -190,13 +238,16 @@ def operator_counts(b: int = 64, d: int = 8) -> dict[str, tuple[int, int]]:
     return out
 
 
-def print_per_call(repeats: int) -> None:
-    """The ``--per-call`` report (module docstring)."""
+def print_per_call(repeats: int, ref: str | None = None) -> None:
+    """The ``--per-call`` report (module docstring); ``ref``: a git revision to compare with."""
     threads = torch.get_num_threads()
     print(f"torch {torch.__version__}, threads={threads}, fwd+bwd, medians of per-round ratios")
-    print(f"{'ratio':>22} | {'B':>5} | {'d':>4} | {'ratio':>6} | denominator µs")
-    for name, b, d, ratio, den in per_call_ratios(repeats):
-        print(f"{name:>22} | {b:>5} | {d:>4} | {ratio:>6.2f} | {den:>10.0f}")
+    if ref is not None:
+        print(f"reference: src/hardneg of {ref} as hardneg_ref, interleaved in the same rounds")
+    print(f"{'ratio':>30} | {'B':>5} | {'d':>4} | {'ratio':>6} | denominator µs")
+    rows = per_call_ratios(repeats, import_ref(ref) if ref is not None else None)
+    for name, b, d, ratio, den in sorted(rows, key=lambda r: (r[0], r[2], r[1])):
+        print(f"{name:>30} | {b:>5} | {d:>4} | {ratio:>6.2f} | {den:>10.0f}")
     for name, (ops, reads) in operator_counts().items():
         print(f"operators per call, B=64 d=8, {name:>12}: {ops:>4} aten ops, {reads} host reads")
 
@@ -241,12 +292,13 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--per-call", action="store_true", help="the per-call cost (module docstring)")
     parser.add_argument("--calls", type=int, default=200, help="calls per case with --per-call")
+    parser.add_argument("--ref", default=None, help="with --per-call: git revision to compare with")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.per_call:
-        print_per_call(args.calls)
+        print_per_call(args.calls, args.ref)
         return
     cases = make_cases()
     rows = []

@@ -11,11 +11,13 @@ shared machines, ratios are the goal):
   by torch's CPU allocator during one fwd+bwd, from the allocation/free events of
   ``torch.profiler.profile(profile_memory=True)`` (running sum, in time order), one
   fresh subprocess per K; the full batch without subsampling for reference    — goal: flat in K
-- a 65536 × 128 memory queue with Hard(β = 0.2) vs uniform weights, B = 256, in the default
-  engine and in each forced one (``--only-queue``: just this)                   — goal ≤ 1.1×
+- a 65536 × 128 memory queue (``--queue-sizes``: others), B = 256: the uniform step against its
+  matmul floor (the (B, d)·(d, Q) and (B, Q)·(Q, d) products of a forward and backward pass,
+  timed in the same rounds), and Hard(β = 0.2) vs uniform weights, in the default engine and in
+  each forced one (``--only-queue``: just this)                                — goal ≤ 1.1×
 
 Usage: ``python benchmarks/bench_negatives.py [--repeats 7] [--epsilon 0.5] [--tol 1e-5]
-[--only-queue] [--queue-batch 256]``
+[--only-queue] [--queue-batch 256] [--queue-sizes 4096 16384 65536] [--threads 2]``
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def bench_ot(repeats: int, epsilon: float, tol: float) -> list[str]:
     z1 = torch.randn(B, D)
     z2 = z1 + 0.5 * torch.randn(B, D)
     ot_neg = OptimalTransport(epsilon=epsilon, tol=tol)
-    cases = {
+    cases: dict[str, Callable[[], object]] = {
         "simclr": _fwd_bwd(ContrastiveLoss(temperature=T), z1, z2),
         "hard": _fwd_bwd(ContrastiveLoss(temperature=T, negatives=negatives.Hard(beta=1.0)), z1, z2),
         "ot": _fwd_bwd(ContrastiveLoss(temperature=T, negatives=ot_neg), z1, z2),
@@ -182,13 +184,35 @@ def bench_memory() -> list[str]:
     return rows
 
 
-def bench_queue(repeats: int, batch: int = 256) -> list[str]:
-    """Hard(β = 0.2) / uniform over a 65 536 × 128 MoCo queue, B queries, t = 0.2, fwd+bwd, in the
-    default engine (``engine="auto"``: tiled from the speed crossover, issue 25) and in each
-    forced engine; each ratio is the median of the per-round ratios (and its quartiles)."""
+def _queue_floor(q: torch.Tensor, keys: torch.Tensor) -> Callable[[], None]:
+    """The matmul floor of a queue step: the (B, d)·(d, Q) logits of the forward pass and the
+    (B, Q)·(Q, d) anchors' gradient of the backward pass (the keys need none), nothing else."""
+    grad = torch.empty(q.shape[0], keys.shape[0])
+    torch.mm(q, keys.T, out=grad)
+
+    def run() -> None:
+        torch.mm(q, keys.T, out=grad)
+        torch.mm(grad, keys)
+
+    return run
+
+
+def bench_queue(repeats: int, batch: int = 256, sizes: tuple[int, ...] = (65536,)) -> list[str]:
+    """A MoCo step over a queue of Q unit keys (d = 128, B queries, t = 0.2, fwd+bwd): the uniform
+    step against its matmul floor (the two products of :func:`_queue_floor`, timed in the same
+    rounds) and Hard(β = 0.2) / uniform, in the default engine (``engine="auto"``: tiled from the
+    speed crossover, issue 25) and in each forced engine; each ratio is the median of the
+    per-round ratios (and its quartiles), the cases interleaved with their order rotated."""
+    rows: list[str] = []
+    for size in sizes:
+        rows += _bench_queue_size(repeats, batch, size)
+    return rows
+
+
+def _bench_queue_size(repeats: int, batch: int, size: int) -> list[str]:
     torch.manual_seed(0)
-    queue = MemoryQueue(size=65536, dim=D)
-    queue.enqueue(torch.nn.functional.normalize(torch.randn(65536, D), dim=1))
+    queue = MemoryQueue(size=size, dim=D)
+    queue.enqueue(torch.nn.functional.normalize(torch.randn(size, D), dim=1))
     q = torch.randn(batch, D)
     k = torch.randn(batch, D)
 
@@ -200,7 +224,7 @@ def bench_queue(repeats: int, batch: int = 256) -> list[str]:
         return f
 
     engines = {"default": {}, "materialised": {"engine": "materialised"}, "tiled": {"engine": "tiled"}}
-    fns: dict[str, Callable[[], object]] = {}
+    fns: dict[str, Callable[[], object]] = {"floor": _queue_floor(q, queue.candidates())}
     for name, kw in engines.items():
         fns[f"uniform/{name}"] = run(ContrastiveLoss(temperature=0.2, **kw))  # type: ignore[arg-type]
         fns[f"hard/{name}"] = run(ContrastiveLoss(temperature=0.2, negatives=negatives.Hard(beta=0.2), **kw))  # type: ignore[arg-type]
@@ -219,10 +243,16 @@ def bench_queue(repeats: int, batch: int = 256) -> list[str]:
         qs = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
         return f"{qs[1]:.2f}x [{qs[0]:.2f}, {qs[2]:.2f}]"
 
-    choice = ContrastiveLoss(temperature=0.2).engine_for(batch, 65536)
+    def ms(name: str) -> str:
+        return f"{1e3 * statistics.median(times[name]):.1f} ms"
+
+    choice = ContrastiveLoss(temperature=0.2).engine_for(batch, size)
     rows = [
-        f"MoCo queue 65536x{D}, B={batch}, t=0.2, fwd+bwd (median [quartiles] of per-round ratios); "
-        f"default engine: {choice.engine} ({choice.reason})"
+        f"MoCo queue {size}x{D}, B={batch}, t=0.2, fwd+bwd (median [quartiles] of per-round ratios); "
+        f"default engine: {choice.engine} ({choice.reason})",
+        f"  uniform step {ms('uniform/default')}, Hard(beta=0.2) step {ms('hard/default')}, "
+        f"matmul floor {ms('floor')} ((B,d)x(d,Q) + (B,Q)x(Q,d))",
+        f"  uniform / matmul floor = {paired('uniform/default', 'floor')}",
     ]
     for name in engines:
         rows.append(
@@ -243,16 +273,20 @@ def main() -> None:
     parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--only-queue", action="store_true", help="only the queue's Hard / uniform")
     parser.add_argument("--queue-batch", type=int, default=256)
+    parser.add_argument("--queue-sizes", type=int, nargs="+", default=[65536], help="queue sizes Q")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
     if args.memory_child is not None:
         _memory_child(args.memory_child)
         return
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
     if args.only_queue:
-        rows = bench_queue(args.repeats, args.queue_batch)
+        rows = bench_queue(args.repeats, args.queue_batch, tuple(args.queue_sizes))
     else:
         rows = bench_ot(args.repeats, args.epsilon, args.tol) + bench_memory()
-        rows += bench_queue(args.repeats, args.queue_batch)
+        rows += bench_queue(args.repeats, args.queue_batch, tuple(args.queue_sizes))
     for row in rows:
         print(row)
 

@@ -208,3 +208,111 @@ def test_queue_length_is_read_once_per_value() -> None:
     assert len(queue) == 3 and queue.ordered().shape == (3, 2)
     queue.filled.fill_(1)
     assert len(queue) == 1
+
+
+def test_stored_keys_are_unit_rows_and_the_queue_knows_it() -> None:
+    """Keys are normalised once, when enqueued; the queue counts its newest unit keys, reads the
+    norms once after a state load or an in-place edit, and never counts unread keys as unit."""
+    g = torch.Generator().manual_seed(3)
+    queue = MemoryQueue(size=8, dim=3)
+    moco = QueueLoss(ContrastiveLoss(), queue)
+    assert not queue.keys_normalized()  # empty
+    queue.enqueue(5 * torch.randn(8, 3, generator=g))  # not unit: found in the finiteness read
+    assert not queue.keys_normalized()
+    for step in range(4):  # 2 keys a step: the first keys are all overwritten after 4 steps
+        moco(torch.randn(2, 3, generator=g), 3 * torch.randn(2, 3, generator=g))
+        assert queue.keys_normalized() == (step == 3)
+    norms = torch.linalg.vector_norm(queue.keys.double(), dim=1)
+    torch.testing.assert_close(norms, torch.ones(8, dtype=torch.float64), rtol=0, atol=1e-6)
+    fresh = MemoryQueue(size=8, dim=3)
+    fresh.load_state_dict(queue.state_dict())
+    assert fresh.keys_normalized()  # read once from the loaded keys
+    fresh.keys.mul_(2.0)  # an in-place edit: read again
+    assert not fresh.keys_normalized()
+    queue.enqueue(nn.functional.normalize(torch.randn(2, 3, generator=g), dim=1), check_finite=False)
+    assert not queue.keys_normalized()  # unread keys are not counted as unit
+    queue.enqueue(torch.ones(8, 3), normalized=False)
+    queue.enqueue(nn.functional.normalize(torch.ones(2, 3), dim=1), normalized=True)
+    assert not queue.keys_normalized()  # 2 of 8 known unit
+
+
+def _moco_reference(q: torch.Tensor, k: torch.Tensor, keys: torch.Tensor, t: float) -> torch.Tensor:
+    """MoCo's InfoNCE over a queue (He et al., CVPR 2020, eq. 1) in float64, from the definition:
+    the mean over queries of ``−log e^{q̂·k̂/t} / (e^{q̂·k̂/t} + Σ_j e^{q̂·ĉ_j/t})``."""
+    qn, kn, cn = (nn.functional.normalize(x.double(), dim=1) for x in (q, k, keys))
+    pos = (qn * kn).sum(1) / t
+    return (torch.logaddexp(pos, torch.logsumexp(qn @ cn.T / t, 1)) - pos).mean()
+
+
+def _spy_paths(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count the pair preparations that took the candidates as they were (not normalised again)
+    and the log-sum-exps whose anchors' gradient was accumulated in the forward pass."""
+    import hardneg.loss_engines as engines_mod
+    import hardneg.scores.layouts as layouts_mod
+    import hardneg.tiled.lse as lse_mod
+
+    calls = {"kept": 0, "renormalised": 0, "accumulated": 0}
+    prepare, accumulate = layouts_mod.prepare_pair, lse_mod.forward_accumulated
+
+    def spy_prepare(anchors: torch.Tensor, positives: torch.Tensor, candidates: torch.Tensor, **kw: object):  # type: ignore[no-untyped-def]
+        pp = prepare(anchors, positives, candidates, **kw)  # type: ignore[arg-type]
+        calls["kept" if pp.candidates is candidates else "renormalised"] += 1
+        return pp
+
+    def spy_accumulate(*args: object, **kw: object):  # type: ignore[no-untyped-def]
+        calls["accumulated"] += 1
+        return accumulate(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(layouts_mod, "prepare_pair", spy_prepare)
+    monkeypatch.setattr(engines_mod, "prepare_pair", spy_prepare)
+    monkeypatch.setattr(lse_mod, "forward_accumulated", spy_accumulate)
+    return calls
+
+
+@pytest.mark.parametrize("engine", ["materialised", "tiled"])
+@pytest.mark.parametrize("beta", [None, 0.2, 1.0])
+def test_unit_keys_and_accumulated_gradient_equal_the_plain_path_and_reference(
+    monkeypatch: pytest.MonkeyPatch, engine: str, beta: float | None
+) -> None:
+    """The queue's unit keys enter the scores as they are, and (tiled) the queries' gradient is
+    made in the forward pass: the value and the gradients (queries and keys) equal the path that
+    normalises the keys again and recomputes the logits in its backward, and a float64
+    re-derivation of MoCo's InfoNCE (uniform) or HCL's hard queue loss (Hard(β), τ⁺ = 0)."""
+    g = torch.Generator().manual_seed(11)
+    q = torch.randn(9, 6, generator=g, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(9, 6, generator=g, dtype=torch.float64, requires_grad=True)
+    keys = torch.randn(70, 6, generator=g, dtype=torch.float64)
+    queue = MemoryQueue(size=70, dim=6, dtype=torch.float64)
+    queue.enqueue(nn.functional.normalize(keys, dim=1))
+    neg = None if beta is None else Hard(beta=beta)
+    loss_fn = ContrastiveLoss(temperature=0.2, negatives=neg, engine=engine, tile_size=8)
+    calls = _spy_paths(monkeypatch)
+    got = QueueLoss(loss_fn, queue)(q, k, enqueue=False)
+    assert calls["kept"] == 1 and calls["renormalised"] == 0
+    assert calls["accumulated"] == (engine == "tiled")
+    g_got = torch.autograd.grad(got, (q, k))
+    with torch.enable_grad():  # the plain path: the keys normalised again, a recomputing backward
+        plain = loss_fn.pair(q, k, queue.candidates().requires_grad_(False), gather=False)
+        g_plain = torch.autograd.grad(plain, (q, k))
+    assert calls["renormalised"] == 1
+    torch.testing.assert_close(got, plain, rtol=1e-12, atol=1e-12)
+    for a, b in zip(g_got, g_plain):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-13)
+    want = _moco_reference(q, k, keys, 0.2) if beta is None else _hard_queue_reference(q, k, keys, 0.2, beta)
+    g_want = torch.autograd.grad(want, (q, k))
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    for a, b in zip(g_got, g_want):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-13)
+
+
+def test_keys_of_another_precision_are_normalised_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32 keys scored against float64 queries are cast, hence normalised again: unchanged values."""
+    calls = _spy_paths(monkeypatch)
+    queue = MemoryQueue(size=6, dim=3)
+    queue.enqueue(nn.functional.normalize(torch.randn(6, 3), dim=1))
+    assert queue.keys_normalized()
+    q, k = torch.randn(4, 3, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64)
+    loss_fn = ContrastiveLoss(reduction="none")
+    got = QueueLoss(loss_fn, queue)(q, k, enqueue=False)
+    assert calls["renormalised"] == 1 and calls["kept"] == 0
+    torch.testing.assert_close(got, loss_fn.pair(q, k, queue.candidates().double()), rtol=0, atol=0)

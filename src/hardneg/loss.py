@@ -244,15 +244,18 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
     @overload
     def pair(self, anchors: Tensor, positives: Tensor, candidates: Tensor, *, mask: _T = ...,
              anchor_labels: _T = ..., candidate_labels: _T = ..., generator: _G = ...,
-             details: Literal[False] = ..., gather: bool = ...) -> Tensor: ...  # fmt: skip
+             details: Literal[False] = ..., gather: bool = ...,
+             candidates_normalized: bool = ...) -> Tensor: ...  # fmt: skip
     @overload
     def pair(self, anchors: Tensor, positives: Tensor, candidates: Tensor, *, mask: _T = ...,
              anchor_labels: _T = ..., candidate_labels: _T = ..., generator: _G = ...,
-             details: Literal[True], gather: bool = ...) -> LossOutput: ...  # fmt: skip
+             details: Literal[True], gather: bool = ...,
+             candidates_normalized: bool = ...) -> LossOutput: ...  # fmt: skip
     @overload
     def pair(self, anchors: Tensor, positives: Tensor, candidates: Tensor, *, mask: _T = ...,
              anchor_labels: _T = ..., candidate_labels: _T = ..., generator: _G = ...,
-             details: bool = ..., gather: bool = ...) -> Tensor | LossOutput: ...  # fmt: skip
+             details: bool = ..., gather: bool = ...,
+             candidates_normalized: bool = ...) -> Tensor | LossOutput: ...  # fmt: skip
 
     def pair(
         self,
@@ -266,6 +269,7 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
         generator: _G = None,
         details: bool = False,
         gather: bool = True,
+        candidates_normalized: bool = False,
     ) -> Tensor | LossOutput:
         """The pair layout: any given positives and a separate candidate pool (:func:`pair_scores`).
 
@@ -275,7 +279,9 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
         (and ``candidate_labels``) of all ranks are gathered, with gradients; ``mask`` is about the
         local candidates (the other ranks' candidates are valid negatives) and the anchors and
         positives stay local; ``gather=False`` keeps this call's candidates local (a pool that
-        is already the same on every rank, as MoCo's queue).
+        is already the same on every rank, as MoCo's queue). ``candidates_normalized=True``: the
+        candidates are unit rows already, finite, in the compute dtype (MoCo's queue stores its
+        keys normalised): with ``normalize`` they are not normalised (nor checked) again.
 
         Shapes: ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); ``mask`` (A, N) bool;
         labels (A,) and (N,) → scalar (or (A,) with ``reduction="none"``); a :class:`LossOutput`
@@ -285,6 +291,7 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
             out = pair_loss(
                 self.prepared, anchors, positives, candidates, mask=mask, anchor_labels=anchor_labels,
                 candidate_labels=candidate_labels, generator=generator, diagnostics=details, gather=gather,
+                candidates_normalized=candidates_normalized,
             )
         return out if details else out.loss
 

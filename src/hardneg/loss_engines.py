@@ -41,6 +41,7 @@ from hardneg.scores import (
     prepare_pair,
     simclr_scores,
 )
+from hardneg.scores.layouts import simclr_layout
 
 if TYPE_CHECKING:
     from hardneg.tiled.choice import EngineChoice
@@ -155,6 +156,31 @@ class PreparedLoss:
         distributed.warn_local_negatives(self.process_group)
         return False
 
+    def surely_materialised(
+        self, num_anchors: int, num_candidates: int, dtype: torch.dtype, device: torch.device
+    ) -> bool:
+        """Whether :meth:`engine_for` picks the materialised engine for an (A, N) batch whatever the
+        distribution's mutable settings: ``engine`` forced or ``"auto"`` without an outermost
+        ``Subsample`` (the gathered engine's condition), within ``memory_budget`` and, for
+        ``"auto"``, below the speed crossover (the tiled engine's). Depends only on the shape and
+        these frozen settings, so it is decided once per (A, N, dtype, device) and cached: the
+        per-call path skips :func:`~hardneg.tiled.choice.choose_engine`."""
+        cache: dict[tuple[object, ...], bool] = self.__dict__.setdefault("_materialised", {})
+        key = (num_anchors, num_candidates, dtype, device)
+        known = cache.get(key)
+        if known is None:
+            from hardneg.negatives.subsample import Subsample
+            from hardneg.tiled.choice import SPEED_CROSSOVER, materialised_bytes
+
+            kind = torch.device(device).type
+            fits = materialised_bytes(num_anchors, num_candidates, compute_dtype(dtype)) <= self.memory_budget
+            below = num_anchors * num_candidates < SPEED_CROSSOVER.get(kind, SPEED_CROSSOVER["cuda"])
+            auto = self.engine == "auto" and below and not isinstance(self.negatives, Subsample)
+            known = fits and (self.engine == "materialised" or auto)
+            if len(cache) < 64:  # a handful of shapes in practice
+                cache[key] = known
+        return known
+
     def engine_for(
         self,
         num_anchors: int,
@@ -227,10 +253,13 @@ def _streamed(
     symmetric: bool = False,
     positive_roll: int = 0,
     report: list[tuple[str, Tensor]] | None = None,
+    candidates_normalized: bool = False,
 ) -> LossOutput:
     """The tiled engine (``tile`` given) or the gathered one (``tile=None``) on prepared inputs;
     ``positive_roll`` ≠ 0: the positives are the prepared anchors rolled by that many rows
-    (SimCLR's partner views, prepared once). Shapes: anchors, positives (A, d); candidates (N, d);
+    (SimCLR's partner views, prepared once); ``candidates_normalized``: unit candidates, not
+    normalised again (:func:`~hardneg.scores.prepare_pair`). Shapes: anchors, positives (A, d);
+    candidates (N, d);
     ``excluded`` (A, E) int64 (−1 = none); ``mask`` (A, N) bool; labels (A,), (N,)."""
     from hardneg.tiled.engine import tiled_loss
     from hardneg.tiled.gathered import gathered_loss
@@ -238,7 +267,7 @@ def _streamed(
     pp = prepare_pair(
         anchors, positives, candidates, temperature=p.temperature, mask=mask, normalize=p.normalize,
         anchor_labels=anchor_labels, candidate_labels=candidate_labels, validate=p.validate,
-        report=report,
+        report=report, candidates_normalized=candidates_normalized,
     )
     positives, positive_norms = pp.positives, pp.positive_norms
     if positive_roll:
@@ -308,13 +337,14 @@ def two_view_loss(
     gathered = p.gathers()
     world = distributed.world_size(p.process_group) if gathered else 1
     n = 2 * b * world
-    choice = p.engine_for(2 * b, n, z1.dtype, z1.device, num_valid=n - 2)
-    if choice.engine == "materialised":
+    fast = p.surely_materialised(2 * b, n, z1.dtype, z1.device)
+    choice = None if fast else p.engine_for(2 * b, n, z1.dtype, z1.device, num_valid=n - 2)
+    if choice is None or choice.engine == "materialised":
         if gathered:
             return p.compute(p.scores(z1, z2, labels), diagnostics=diagnostics, generator=generator)
         # the local layout straight to the engine: the checks above are not made twice
-        scores = simclr_scores(
-            z1, z2, temperature=p.temperature, normalize=p.normalize, labels=labels, validate=p.validate
+        scores = simclr_layout(
+            z1, z2, b, temperature=p.temperature, normalize=p.normalize, labels=labels, validate=p.validate
         )
         return loss_from_scores(
             scores, negatives=p.negatives, objective=p.objective, reduction=p.reduction,
@@ -365,6 +395,7 @@ def pair_loss(
     generator: torch.Generator | None,
     diagnostics: bool,
     gather: bool = True,
+    candidates_normalized: bool = False,
 ) -> LossOutput:
     """The pair layout (:func:`~hardneg.scores.pair_scores`), materialised, tiled or gathered as
     :meth:`PreparedLoss.engine_for` chooses; with ``gather`` (and ``gather_distributed``) the
@@ -382,6 +413,8 @@ def pair_loss(
         diagnostics: fill the :class:`~hardneg.reduction.LossOutput`'s diagnostics.
         gather: gather the candidates across ranks when ``p.gather_distributed`` (``False``: a
             pool already shared by every rank, as MoCo's queue).
+        candidates_normalized: the candidates are unit rows already (a queue's keys; ignored
+            when gathered): not normalised again (:func:`~hardneg.scores.prepare_pair`).
 
     Shapes:
         ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); ``mask`` (A, N) bool; labels (A,)
@@ -411,9 +444,15 @@ def pair_loss(
         if candidate_labels is not None and isinstance(candidate_labels, Tensor):
             candidate_labels = distributed.all_gather_no_grad(candidate_labels, group=group)
         candidates = distributed.all_gather_with_grad(candidates, group=group)
-    choice = (
-        p.engine_for(int(anchors.shape[0]), int(candidates.shape[0]), anchors.dtype, anchors.device)
+        candidates_normalized = False
+    shape = (
+        (int(anchors.shape[0]), int(candidates.shape[0]))
         if anchors.dim() == 2 and isinstance(candidates, Tensor) and candidates.dim() == 2
+        else None
+    )
+    choice = (
+        p.engine_for(*shape, anchors.dtype, anchors.device)
+        if shape is not None and not p.surely_materialised(*shape, anchors.dtype, anchors.device)
         else None
     )
     if choice is not None and choice.engine != "materialised":
@@ -421,11 +460,12 @@ def pair_loss(
         return _streamed(
             p, anchors, positives, candidates, tile=choice.tile, excluded=excluded, mask=mask,
             anchor_labels=anchor_labels, candidate_labels=candidate_labels, diagnostics=diagnostics,
-            generator=generator,
+            generator=generator, candidates_normalized=candidates_normalized,
         )
     scores = pair_scores(
         anchors, positives, candidates, temperature=p.temperature, mask=mask, normalize=p.normalize,
         anchor_labels=anchor_labels, candidate_labels=candidate_labels, validate=p.validate,
+        candidates_normalized=candidates_normalized,
     )
     return p.compute(scores, diagnostics=diagnostics, generator=generator)
 

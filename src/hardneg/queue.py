@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from hardneg import distributed
 from hardneg._validation import check_in_interval
 from hardneg.reduction import LossOutput
+from hardneg.scores import compute_dtype
 
 __all__ = ["MemoryQueue", "PairLoss", "QueueLoss", "momentum_update"]
 
@@ -50,10 +51,12 @@ class MemoryQueue(nn.Module):
     with ``with_labels=True``, ``labels`` (size,) int64.
 
     :meth:`enqueue` writes detached keys at ``pointer`` with wrap-around, so that the oldest keys
-    are the ones overwritten (first in, first out). It writes **out of place** (the buffer is
-    replaced, not mutated), so a :meth:`candidates` tensor used in the current loss stays valid for
-    its backward pass: compute the loss with the queue *first*, then enqueue the new keys
-    (MoCo's order: the current batch's keys are never their own negatives).
+    are the ones overwritten (first in, first out). The queue remembers how many of its newest keys
+    are unit rows (:meth:`keys_normalized`: told by the caller, or read with the finiteness check),
+    so that a loss that normalises need not normalise them again at every step. It writes **out
+    of place** (the buffer is replaced, not mutated), so a :meth:`candidates` tensor used in the
+    current loss stays valid for its backward pass: compute the loss with the queue *first*, then
+    enqueue the new keys (MoCo's order: the current batch's keys are never their own negatives).
 
     Args:
         size: number of slots (MoCo-v2: 65536).
@@ -95,6 +98,10 @@ class MemoryQueue(nn.Module):
         if self.with_labels:
             self.register_buffer("labels", torch.full((self.size,), -1, dtype=torch.long))
         self._filled_seen: tuple[Tensor, int, int] | None = None
+        # (keys buffer, its version, how many of the newest keys are unit rows): valid while the
+        # buffer is that object at that version (an enqueue replaces it; load_state_dict, .to()
+        # and in-place edits leave the count unknown: re-read once by keys_normalized)
+        self._unit_seen: tuple[Tensor, int, int] | None = None
 
     def _filled(self) -> int:
         """``filled`` as a Python int, read from the buffer once per value: cached against the
@@ -109,13 +116,59 @@ class MemoryQueue(nn.Module):
     def __len__(self) -> int:
         return self._filled()
 
+    def _unit_run(self) -> int | None:
+        """How many of the newest keys are known to be unit rows, or ``None`` when the buffer was
+        changed other than by :meth:`enqueue` (then unknown)."""
+        seen, buf = self._unit_seen, self.keys
+        if seen is None or seen[0] is not buf or seen[1] != buf._version:
+            return None
+        return seen[2]
+
     @torch.no_grad()
-    def enqueue(self, keys: Tensor, labels: Tensor | None = None, *, check_finite: bool = True) -> None:
+    def keys_normalized(self) -> bool:
+        """Whether every stored key is a unit row (L2 norm 1 within 16 ulps of the queue's dtype).
+
+        Known without reading a tensor value while the keys were enqueued as unit rows
+        (``normalized=True``, as :class:`QueueLoss` does when its loss normalises, or found so by
+        the finiteness check of :meth:`enqueue`); after ``load_state_dict``, ``.to()`` or an
+        in-place edit of the buffer, the norms are read once (one host read) and remembered.
+        False for an empty queue.
+        """
+        n = self._filled()
+        run = self._unit_run()
+        if run is None:
+            run = n if n and bool(self._unit_rows(self.keys[:n])) else 0
+            self._unit_seen = (self.keys, self.keys._version, run)
+        return n > 0 and run >= n
+
+    def _unit_rows(self, keys: Tensor) -> Tensor:
+        """0-dim bool: every row of ``keys`` has norm 1 within 16 ulps of the queue's dtype."""
+        if keys.shape[0] == 0:
+            return torch.ones((), dtype=torch.bool, device=keys.device)
+        tol = 16 * torch.finfo(self.keys.dtype).eps
+        norms = torch.linalg.vector_norm(keys.to(self.keys.dtype), dim=1)
+        return (norms - 1).abs().amax() <= tol
+
+    @torch.no_grad()
+    def enqueue(
+        self,
+        keys: Tensor,
+        labels: Tensor | None = None,
+        *,
+        check_finite: bool = True,
+        normalized: bool | None = None,
+    ) -> None:
         """Append keys (B, dim) (detached, cast to the queue's dtype); the oldest are dropped first.
 
         If B > size only the last ``size`` keys are kept. ``check_finite=False`` skips the
         finiteness check (a host read), for keys already checked (:class:`QueueLoss` enqueues the
-        keys its loss call has just validated).
+        keys its loss call has just validated). ``normalized``: ``True`` — the caller vouches that
+        the keys are unit rows in the queue's dtype (what :class:`QueueLoss` enqueues when its loss
+        normalises); ``False`` — they are not; ``None`` — found out in the finiteness check's host
+        read (no read, and counted as not unit, with ``check_finite=False``). See
+        :meth:`keys_normalized`.
+
+        Shapes: ``keys`` (B, dim); ``labels`` (B,) (with ``with_labels=True``).
         """
         if not isinstance(keys, Tensor) or keys.dim() != 2 or keys.shape[1] != self.dim:
             got: object = tuple(keys.shape) if isinstance(keys, Tensor) else type(keys).__name__
@@ -129,18 +182,28 @@ class MemoryQueue(nn.Module):
                 )
         elif labels is not None:
             raise ValueError("labels were given but the queue was built with with_labels=False")
-        if check_finite and not bool(torch.isfinite(keys).all()):
-            bad = int((~torch.isfinite(keys)).any(dim=1).sum())
-            raise ValueError(
-                f"keys must be finite, got {bad} of {keys.shape[0]} rows with NaN or Inf "
-                "(a non-finite key would poison every later loss computed with the queue)"
-            )
+        if check_finite:
+            flags = [torch.isfinite(keys).all()]
+            if normalized is None:  # read in the same host read as the finiteness
+                flags.append(self._unit_rows(keys))
+            read = torch.stack(flags).tolist()
+            if not read[0]:
+                bad = int((~torch.isfinite(keys)).any(dim=1).sum())
+                raise ValueError(
+                    f"keys must be finite, got {bad} of {keys.shape[0]} rows with NaN or Inf "
+                    "(a non-finite key would poison every later loss computed with the queue)"
+                )
+            if normalized is None:
+                normalized = bool(read[1])
         keys = keys.detach().to(device=self.keys.device, dtype=self.keys.dtype)
         if keys.shape[0] > self.size:
             keys = keys[-self.size :]
             labels = None if labels is None else labels[-self.size :]
         b = keys.shape[0]
         filled = min(self._filled() + b, self.size)
+        run = self._unit_run()
+        # the newest keys known to be unit rows: these b, and those before them if they were
+        run = min((run or 0) + b, self.size) if normalized else 0
         slots = (self.pointer + torch.arange(b, device=self.keys.device)) % self.size
         self.keys = self.keys.index_copy(0, slots, keys)
         if self.with_labels and labels is not None:
@@ -148,6 +211,7 @@ class MemoryQueue(nn.Module):
         self.pointer = (self.pointer + b) % self.size
         self.filled = torch.clamp(self.filled + b, max=self.size)
         self._filled_seen = (self.filled, self.filled._version, filled)
+        self._unit_seen = (self.keys, self.keys._version, run)
 
     def candidates(self) -> Tensor:
         """The valid keys (filled, dim), in storage order (no copy).
@@ -183,7 +247,9 @@ class PairLoss(Protocol):
     Shapes:
         ``pair(anchors, positives, candidates)``: anchors and positives (A, d), candidates (N, d),
         ``mask`` (A, N) bool, labels (A,) and (N,) → a scalar, (A,) with ``reduction="none"``,
-        or a :class:`~hardneg.reduction.LossOutput` with ``details=True``.
+        or a :class:`~hardneg.reduction.LossOutput` with ``details=True``. :class:`QueueLoss`
+        passes ``candidates_normalized=True`` when its queue holds unit keys (which the loss then
+        need not normalise again), else ``False``.
 
     References:
         PEP 544 (Levkivskyi, Lehtosalo and Langa, 2017): structural subtyping by protocols.
@@ -209,6 +275,7 @@ class PairLoss(Protocol):
         generator: torch.Generator | None = ...,
         details: bool = ...,
         gather: bool = ...,
+        candidates_normalized: bool = ...,
     ) -> Tensor | LossOutput: ...
 
 
@@ -326,6 +393,14 @@ class QueueLoss(nn.Module):
                 f"q must have shape (B, dim={queue.dim}) to match the queue, got {tuple(q.shape)}"
             )
         cand_labels = queue.candidate_labels() if (labels is not None and queue.with_labels) else None
+        # keys stored normalised are not normalised again when they enter the scores as they are
+        # (the queue's dtype is the call's compute dtype): the same values, one pass over N·d less
+        unit = (
+            self.loss.normalize
+            and isinstance(k, Tensor)
+            and queue.keys.dtype == q.dtype == compute_dtype(torch.promote_types(q.dtype, k.dtype))
+            and queue.keys_normalized()
+        )
         out = self.loss.pair(  # the pair layout, materialised or tiled by the loss's memory budget
             q,
             k,
@@ -335,6 +410,7 @@ class QueueLoss(nn.Module):
             generator=generator,
             details=details,
             gather=False,  # the queue is the same on every rank: the enqueue gathers the keys
+            candidates_normalized=bool(unit),
         )
         if enqueue:  # a ContrastiveLoss has validated k (or validation is off): no second read
             self._enqueue(k, labels, check_finite=not hasattr(self.loss, "validate"))
@@ -353,8 +429,13 @@ class QueueLoss(nn.Module):
     @torch.no_grad()
     def _enqueue(self, k: Tensor, labels: Tensor | None, *, check_finite: bool) -> None:
         keys = k.detach()
+        unit: bool | None = None  # unknown: found out with the finiteness check, if there is one
         if self.loss.normalize:
             keys = F.normalize(keys, dim=1)
+            # unit rows, still unit to the queue's precision after the enqueue's cast unless that
+            # cast widens them (normalised in bfloat16, stored in float32)
+            if torch.finfo(keys.dtype).eps <= torch.finfo(self.queue.keys.dtype).eps:
+                unit = True
         lab = None
         if self.queue.with_labels:
             lab = (
@@ -368,7 +449,7 @@ class QueueLoss(nn.Module):
         elif distributed.is_distributed(group):
             keys = distributed.all_gather_no_grad(keys, group=group)
             lab = None if lab is None else distributed.all_gather_no_grad(lab, group=group)
-        self.queue.enqueue(keys, lab, check_finite=check_finite)
+        self.queue.enqueue(keys, lab, check_finite=check_finite, normalized=unit)
 
 
 @torch.no_grad()

@@ -133,6 +133,7 @@ def test_rows_without_a_gradient_get_an_exact_zero(monkeypatch: pytest.MonkeyPat
     calls = _spy(monkeypatch)
     a, c = _data(5)
     a.requires_grad_(True)
+    c.requires_grad_(True)  # constant candidates would take the forward-accumulated gradient
     rule = _rule("none", a.shape[0], c.shape[0], 0)
     got, _ = tiled_lse(a, c, (6.0, 1.0), rule, tile=8)
     w = torch.ones(a.shape[0], 1, dtype=torch.float64) * torch.tensor([1.0, -1.0], dtype=torch.float64)

@@ -9,7 +9,7 @@ from hardneg._lse import masked_logsumexp, masked_tilted_lse
 from hardneg._validation import check_beta
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
 from hardneg.negatives.tiling import TileWeights
-from hardneg.negatives.weighted import DENSE_LSE_MAX, WeightedScores
+from hardneg.negatives.weighted import WeightedScores
 from hardneg.scores import Scores
 
 __all__ = [
@@ -301,26 +301,23 @@ class Hard(NegativeDistribution):
             self.beta = beta_for_ess(s, scores.mask, target=self.target_ess, start=self.beta or 1.0)
             info["beta"] = self.beta
         if self.beta < torch.finfo(scores.logits.dtype).tiny:
-            return WeightedScores(scores, info=info, tilt=0.0)
+            return WeightedScores(scores, info=info, tilt=0.0, source=self)
         beta = self.beta
         closed = None
         if not (self.detach_weights or self.rescale):
 
-            def closed() -> Tensor:
-                if scores.nonempty and scores.logits.numel() <= DENSE_LSE_MAX:
-                    # small, no empty row: ATen's log-sum-exp, without a Python autograd node
-                    x = scores.logits.masked_fill(~scores.mask, float("-inf"))
-                    lse = torch.logsumexp((1.0 + beta) * x, dim=1) - torch.logsumexp(beta * x, dim=1)
-                    return lse + scores.num_valid().log()
-                return hard_log_weighted_sum(
-                    scores.logits, scores.mask, beta=beta, num_valid=scores.num_valid()
+            def closed() -> Tensor:  # lse((1+β) s) − lse(β s) + log N_i, one call of hardneg._lse
+                lse = masked_tilted_lse(
+                    scores.logits, scores.mask, 1.0 + beta, beta, nonempty=scores.nonempty, fill=scores.fill
                 )
+                return lse + scores.log_num_valid()
 
         return WeightedScores(
             scores,
             log_weights=lambda: self._checked_log_weights(scores),
             log_weighted_sum=closed,
             info=info,
+            source=self,
             tilt=None if self.rescale else beta,  # the clipping trick tilts rescaled logits, not s
         )
 

@@ -47,7 +47,7 @@ class Uniform(NegativeDistribution):
         return None
 
     def weigh(self, scores: Scores) -> WeightedScores:
-        return WeightedScores(scores)
+        return WeightedScores(scores, source=self)
 
     def tile_weights(self) -> TileWeights:
         """``TileWeights(tilt=0)``: every valid candidate weighs one."""

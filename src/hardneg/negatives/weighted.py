@@ -28,10 +28,6 @@ from hardneg.scores import Scores
 __all__ = ["WeightedScores"]
 
 _Lazy = Tensor | Callable[[], Tensor] | None
-# (A, N) matrices up to this many entries (B = 128 in SimCLR's layout) take ATen's log-sum-exp (fewer
-# dispatched operators; measured faster at B = 64, slower at B = 256, where its extra passes over
-# the matrix cost more than the Python autograd node of hardneg._lse's fused pass saves)
-DENSE_LSE_MAX = 1 << 16
 
 
 class WeightedScores:
@@ -46,7 +42,8 @@ class WeightedScores:
             or a zero-argument callable); by default it is computed from ``log_weights``.
         info: per-call facts of the distribution for the diagnostics (e.g. Sinkhorn's
             iterations and marginal error); plain floats.
-        source: a description of the distribution that made it (for error messages).
+        source: the distribution that made it, or a description of it, for error messages
+            (formatted only when one is raised: ``repr`` of a module costs microseconds per call).
         tilt: the β of weights ``w ∝ e^{β s}`` on the raw logits (0 for uniform weights), ``None``
             for any other distribution. The debiased objective with M positives reweights the
             positives by the same tilt (Robinson et al., ICLR 2021, §3: ``q_β⁺``).
@@ -85,7 +82,7 @@ class WeightedScores:
         log_weights: _Lazy = None,
         log_weighted_sum: _Lazy = None,
         info: dict[str, float] | None = None,
-        source: str = "",
+        source: object = "",
         mean_of: Callable[[Ramp], Tensor] | None = None,
         max_logit: Callable[[], Tensor] | None = None,
         tilt: float | None = None,
@@ -118,11 +115,8 @@ class WeightedScores:
             s = self.scores
             if ell is not None:
                 self._lws = torch.logsumexp(s.logits + ell, dim=1)
-            elif s.nonempty and s.logits.numel() <= DENSE_LSE_MAX:
-                # small and no empty row: ATen's own log-sum-exp, without a Python autograd node
-                self._lws = torch.logsumexp(s.logits.masked_fill(~s.mask, float("-inf")), dim=1)
-            else:
-                self._lws = masked_logsumexp(s.logits, s.mask)
+            else:  # ATen's log-sum-exp for small matrices without an empty row, else the fused one
+                self._lws = masked_logsumexp(s.logits, s.mask, nonempty=s.nonempty, fill=s.fill)
         elif callable(self._lws):
             self._lws = self._lws()
         return self._lws

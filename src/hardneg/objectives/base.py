@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from hardneg._constants import constant
 from hardneg.negatives.weighted import WeightedScores
 
 __all__ = ["Objective", "log1mexp"]
@@ -38,7 +39,8 @@ def log1mexp(x: Tensor) -> Tensor:
         ([-46.0517, -0.9328], -inf)
     """
     x = x.clamp(max=-1e-30)
-    return torch.where(x > -0.6931471805599453, torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+    near_zero = x > constant(-0.6931471805599453, x)  # a cached 0-dim tensor: hardneg._constants
+    return torch.where(near_zero, torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
 
 
 class Objective(nn.Module):

@@ -9,7 +9,9 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.autograd.function import FunctionCtx, once_differentiable
 
+from hardneg._constants import constant
 from hardneg._validation import check_in_interval
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective, log1mexp
@@ -27,6 +29,7 @@ def debiased_log_negative(
     temperature: float,
     positive_count: Tensor | None = None,
     log_positive_mean: Tensor | None = None,
+    log_num_valid: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""Log of the clamped debiased negative term and a mask of where the clamp binds.
 
@@ -50,6 +53,7 @@ def debiased_log_negative(
         temperature: t of the floor ``N_i e^{−1/t}``.
         positive_count: ``M_i``, positives per anchor (``None``: one).
         log_positive_mean: ``log E_{v∼q⁺}[e^{s_v}]`` per anchor (overrides the plain mean).
+        log_num_valid: ``log N_i`` when already known (e.g. :meth:`Scores.log_num_valid`).
 
     Shapes:
         all tensors (A,) → ``(log Neg (A,), clamp_active (A,) bool)``.
@@ -66,7 +70,7 @@ def debiased_log_negative(
         >>> log_neg.shape, bool(clamped)
         (torch.Size([1]), False)
     """
-    log_n = num_valid.log()
+    log_n = num_valid.log() if log_num_valid is None else log_num_valid
     floor = log_n - 1.0 / temperature
     if tau_plus == 0.0:
         log_num = log_weighted_sum
@@ -78,10 +82,51 @@ def debiased_log_negative(
             if positive_count is not None:
                 b = b - positive_count.log()
         d = b - log_weighted_sum
-        log_num = torch.where(d < 0, log_weighted_sum + log1mexp(d), torch.full_like(d, float("-inf")))
+        log_num = torch.where(d < 0, log_weighted_sum + log1mexp(d), float("-inf"))
         log_num = log_num - math.log1p(-tau_plus)
     active = log_num <= floor
     return torch.maximum(log_num, floor), active
+
+
+class _DebiasedLoss(torch.autograd.Function):
+    r"""``softplus(log Neg_i − s⁺_i)`` from ``a = log Σ_j w_ij e^{s_ij}`` and ``s⁺`` with one positive
+    and τ⁺ > 0, as one autograd node: the forward makes the operators of
+    :func:`debiased_log_negative` (the same values, bit for bit) without recording them, and the
+    backward is its closed form, a handful of (A,) operators instead of the ~30 that autograd
+    replays through ``log1mexp``'s two branches, the ``where`` and the ``maximum``. With
+    ``g = ∂L/∂y · σ(y)``, ``y = log Neg − s⁺`` and ``d = log(N τ⁺) + s⁺ − a``:
+
+        ∂L/∂a = g / (1 − e^d),   ∂L/∂s⁺ = −g / (1 − e^d)    where the floor does not bind,
+        ∂L/∂a = 0,               ∂L/∂s⁺ = −g                  where it binds,
+
+    since ``log Neg = a + log(1 − e^d) − log(1 − τ⁺)`` has ``∂/∂a = 1/(1 − e^d)`` and
+    ``∂/∂s⁺ = −e^d/(1 − e^d)``. Shapes: ``a``, ``s⁺``, ``log N`` (A,) → (A,).
+    """
+
+    @staticmethod
+    def forward(
+        ctx: FunctionCtx, lws: Tensor, positive: Tensor, log_n: Tensor, tau_plus: float, temperature: float
+    ) -> Tensor:
+        # the numbers as cached 0-dim tensors (hardneg._constants): the same values, fewer µs
+        floor = log_n - constant(1.0 / temperature, log_n)
+        d = constant(math.log(tau_plus), log_n) + log_n + positive - lws
+        minus_inf = constant(float("-inf"), d)
+        log_num = torch.where(d < constant(0.0, d), lws + log1mexp(d), minus_inf)
+        log_num = log_num - constant(math.log1p(-tau_plus), d)
+        y = torch.maximum(log_num, floor) - positive
+        ctx.save_for_backward(y, d, log_num <= floor)
+        return F.softplus(y)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, None]:
+        y, d, active = ctx.saved_tensors  # type: ignore[attr-defined]
+        g = grad * torch.sigmoid(y)
+        h = g / torch.expm1(d).neg_()  # g / (1 − e^d); read only where d < 0 (the floor not binding)
+        needs = ctx.needs_input_grad  # type: ignore[attr-defined]
+        grad_lws = torch.where(active, constant(0.0, h), h) if needs[0] else None
+        grad_pos = torch.where(active, g, h).neg_() if needs[1] else None
+        return grad_lws, grad_pos, None, None, None
 
 
 def log_positive_mean(logits: Tensor, positive_mask: Tensor, *, beta: float) -> Tensor:
@@ -207,14 +252,22 @@ class Debiased(Objective):
             temperature=s.temperature,
             positive_count=s.positive_count(),
             log_positive_mean=log_pos,
+            log_num_valid=s.log_num_valid(),
         )
 
     def forward(self, weighted: WeightedScores) -> Tensor:
+        s = weighted.scores
         if self.estimator is not None and self.training:
-            s = weighted.scores
             self.estimator.update(s.positive, s.logits, s.mask)
+        tau_plus = self.tau_plus
+        if s.positive_mask is None and tau_plus > 0.0 and not torch.compiler.is_compiling():
+            # one positive: one autograd node with the same values (a traced graph fuses anyway)
+            out: Tensor = _DebiasedLoss.apply(
+                weighted.log_weighted_sum, s.positive, s.log_num_valid(), tau_plus, s.temperature
+            )
+            return out
         log_neg, _ = self.log_negative(weighted)
-        return F.softplus(log_neg - weighted.scores.positive)
+        return F.softplus(log_neg - s.positive)
 
     def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
         """``clamp_fraction``: the fraction of anchors whose floor ``N_i e^{−1/t}`` binds; with

@@ -15,7 +15,7 @@ __all__ = ["InfoNCE", "info_nce"]
 
 
 def info_nce(
-    log_weighted_sum: Tensor, positive: Tensor, num_valid: Tensor, *, q: float | None = None
+    log_weighted_sum: Tensor, positive: Tensor, num_valid: Tensor | None, *, q: float | None = None
 ) -> Tensor:
     r"""Per-anchor NCE loss with weighted negatives (Robinson et al., ICLR 2021, eq. (1)/(3)).
 
@@ -27,7 +27,7 @@ def info_nce(
     Args:
         log_weighted_sum: ``log Σ_j w_ij e^{s_ij}`` over each anchor's valid negatives.
         positive: the positive logits ``s⁺_i``.
-        num_valid: ``N_i``, valid negatives per anchor.
+        num_valid: ``N_i``, valid negatives per anchor (read only with ``q``; may be ``None`` without).
         q: a fixed negative weight Q > 0; ``None`` (default): ``Q = N_i``.
 
     Shapes:
@@ -45,6 +45,8 @@ def info_nce(
     """
     log_neg = log_weighted_sum
     if q is not None:
+        if num_valid is None:
+            raise ValueError("num_valid must be given (the N_i of each anchor) with q, got None")
         log_neg = log_neg + math.log(q) - num_valid.log()
     return F.softplus(log_neg - positive)
 
@@ -87,7 +89,9 @@ class InfoNCE(Objective):
 
     def forward(self, weighted: WeightedScores) -> Tensor:
         s = weighted.scores
-        return info_nce(weighted.log_weighted_sum, s.positive, s.num_valid(), q=self.q)
+        # N_i only with a fixed Q: with Q = N_i it cancels (no count is converted per call)
+        num_valid = None if self.q is None else s.num_valid()
+        return info_nce(weighted.log_weighted_sum, s.positive, num_valid, q=self.q)
 
     def _config(self) -> dict[str, object]:
         return {"q": self.q}

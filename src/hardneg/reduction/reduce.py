@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
+
+from hardneg._constants import constant
 
 __all__ = ["REDUCTIONS", "check_reduction", "reduce"]
 
@@ -55,6 +58,12 @@ def reduce(per_anchor: Tensor, reduction: str) -> Tensor:
     """
     check_reduction(reduction)
     if reduction == "mean":
+        x = per_anchor
+        eager_cpu = x.device.type == "cpu" and not torch.compiler.is_compiling()
+        if eager_cpu and x.dtype.is_floating_point and x.numel():
+            # ATen's CPU mean is this sum and division (the same value, bit for bit, and the same
+            # gradient), at about half its dispatch cost with the count a cached 0-dim tensor
+            return x.sum() / constant(x.numel(), x)
         return per_anchor.mean()
     if reduction == "sum":
         return per_anchor.sum()

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
+from hardneg._constants import constant
 from hardneg._validation import (
     check_embeddings,
     check_finite_tensor,
@@ -74,7 +76,9 @@ __all__ = [
     "pair_scores",
     "prepare_pair",
     "safe_normalize",
+    "simclr_constants",
     "simclr_counts",
+    "simclr_layout",
     "simclr_mask",
     "simclr_scores",
 ]
@@ -159,9 +163,17 @@ def _prepare_many(
     ``torch.compile`` (``validate=True``) the checks become one ``torch._assert_async`` (no graph
     break; a device-side assert on a GPU, ``RuntimeError`` on a CPU) and the two-pass path is taken.
     """
-    xs = [x.to(dtype) for _, x in named]
-    norms = [torch.linalg.vector_norm(x if normalize else x.detach(), dim=1) for x in xs]
     compiling = torch.compiler.is_compiling()
+    if len(named) == 1 and normalize and validate and mask is None and not compiling:
+        return _prepare_one(named, dtype, temperature=temperature, report=report)
+    xs = [x if x.dtype == dtype else x.to(dtype) for _, x in named]
+    # (r, 1) norms when normalising: x / n divides without an unsqueeze (and its backward)
+    norms = [
+        torch.linalg.vector_norm(x, dim=1, keepdim=True)
+        if normalize
+        else torch.linalg.vector_norm(x.detach(), dim=1)
+        for x in xs
+    ]
     checked = False  # every norm known to lie in (tiny, ∞): the plain two-pass normalisation is exact
     if validate:
         finfo = torch.finfo(dtype)
@@ -175,14 +187,15 @@ def _prepare_many(
                 torch.stack(flags).all(), "hardneg: non-finite input, logits out of range or empty mask row"
             )
         else:
-            # one flag per input: min > tiny and max ≤ finfo.max (NaN fails both comparisons)
-            flag = _norms_in_range(norms[0].detach(), finfo)
-            for n in norms[1:]:
-                flag = flag & _norms_in_range(n.detach(), finfo)
-            if mask is not None:
-                flag = flag & mask.any(dim=1).all()
-            if not normalize:
-                flag = flag & (_logit_bound(norms, temperature) <= finfo.max / 1e7)
+            with torch.no_grad():  # the flags need no graph (and no detach of the norms)
+                # one flag per input: min > tiny and max ≤ finfo.max (NaN fails both comparisons)
+                flag = _norms_in_range(norms[0], finfo)
+                for n in norms[1:]:
+                    flag = flag & _norms_in_range(n, finfo)
+                if mask is not None:
+                    flag = flag & mask.any(dim=1).all()
+                if not normalize:
+                    flag = flag & (_logit_bound(norms, temperature) <= finfo.max / 1e7)
             if not bool(flag):  # the call's one host read
                 return _prepare_checked(
                     named, normalize, dtype, temperature=temperature, mask=mask, report=report or named
@@ -190,23 +203,73 @@ def _prepare_many(
             checked = True
     if not normalize:
         return [(x, n.detach()) for x, n in zip(xs, norms, strict=True)]
-    if checked:  # no zero row: one division per input, unit norms
-        return [(x / n[:, None], torch.ones_like(n.detach())) for x, n in zip(xs, norms, strict=True)]
+    if checked:  # no zero row: one division per input, unit norms (a cached constant)
+        return [(x / n, unit_norms(x.shape[0], dtype, x.device)) for x, n in zip(xs, norms, strict=True)]
     out = []
     for x, n in zip(xs, norms, strict=True):
         # x_i / ‖x_i‖ without a branch: a row of norm ≤ tiny (zero, or below float underflow) is
         # divided by 1 and stays (near) zero with the upstream gradient
         nonzero = n.detach() > torch.finfo(dtype).tiny
-        out.append((x / torch.where(nonzero, n, 1.0)[:, None], nonzero.to(dtype)))
+        out.append((x / torch.where(nonzero, n, 1.0), nonzero[:, 0].to(dtype)))
     return out
+
+
+def _prepare_one(
+    named: list[tuple[str, Tensor]],
+    dtype: torch.dtype,
+    *,
+    temperature: float,
+    report: list[tuple[str, Tensor]] | None,
+) -> list[tuple[Tensor, Tensor]]:
+    """:func:`_prepare_many` of one input, normalised and checked (SimCLR's 2B views, the common
+    call): the same operators and values without the general path's loops."""
+    x = named[0][1]
+    x = x if x.dtype == dtype else x.to(dtype)
+    n = torch.linalg.vector_norm(x, dim=1, keepdim=True)
+    with torch.no_grad():
+        ok = _norms_in_range(n, torch.finfo(dtype))
+    if not bool(ok):  # the call's one host read
+        report = report or named
+        return _prepare_checked(named, True, dtype, temperature=temperature, mask=None, report=report)
+    return [(x / n, unit_norms(x.shape[0], dtype, x.device))]
+
+
+@functools.lru_cache(maxsize=16)
+def unit_norms(rows: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """(rows,) ones: the norms of normalised rows, one cached constant per shape (never modified
+    in place; a traced graph (``torch.compile``) never takes this path).
+
+    Args:
+        rows: the number of rows.
+        dtype: the norms' dtype.
+        device: where they live.
+
+    Shapes:
+        → (rows,).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, §2.1 (ℓ2-normalised projections).
+
+    Example:
+        >>> unit_norms(3, torch.float32, torch.device("cpu")).tolist()
+        [1.0, 1.0, 1.0]
+    """
+    return torch.ones(rows, dtype=dtype, device=device)
 
 
 def _norms_in_range(norms: Tensor, finfo: torch.finfo) -> Tensor:
     """``tiny < min(norms)`` and ``max(norms) ≤ finfo.max`` as one 0-dim bool (NaN gives False)."""
     if norms.numel() == 0:  # no rows: nothing out of range
         return torch.ones((), dtype=torch.bool, device=norms.device)
-    lo, hi = torch.aminmax(norms)
-    return (lo > finfo.tiny) & (hi <= finfo.max)
+    # clamped into [the float after tiny, max] they are unchanged: three operators (NaN ≠ NaN)
+    return norms.clamp(_above_tiny(norms.dtype), finfo.max).eq(norms).all()
+
+
+@functools.lru_cache(maxsize=8)
+def _above_tiny(dtype: torch.dtype) -> float:
+    """The smallest number of ``dtype`` above its smallest normal number (exact as a float)."""
+    tiny = torch.tensor(torch.finfo(dtype).tiny, dtype=dtype)
+    return float(torch.nextafter(tiny, torch.ones((), dtype=dtype)))
 
 
 def _logit_bound(norms: list[Tensor], temperature: float) -> Tensor:
@@ -378,6 +441,46 @@ def simclr_scores(
     """
     t = check_temperature(temperature)
     b = check_two_views(z1, z2, check_finite=False)
+    return simclr_layout(z1, z2, b, temperature=t, normalize=normalize, labels=labels, validate=validate)
+
+
+def simclr_layout(
+    z1: Tensor,
+    z2: Tensor,
+    b: int,
+    *,
+    temperature: float,
+    normalize: bool = True,
+    labels: Tensor | None = None,
+    validate: bool = True,
+) -> Scores:
+    """:func:`simclr_scores` after its shape checks: the caller has run :func:`check_two_views`
+    (which returned ``b``) and checked the temperature, as :func:`hardneg.loss_engines.two_view_loss`
+    does before it chooses the engine, so a call makes them once. ``B ≥ 2`` and the labels are
+    checked here.
+
+    Args:
+        z1: the first views.
+        z2: the second views, row-aligned with ``z1``.
+        b: B, ``z1.shape[0]`` as :func:`check_two_views` returned it.
+        temperature: the checked t.
+        normalize: L2-normalise the views first.
+        labels: optional integer labels shared by both views.
+        validate: make the data-dependent checks (one host read).
+
+    Shapes:
+        ``z1``, ``z2`` (B, d); ``labels`` (B,) → :class:`Scores` with A = N = 2B.
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1) and Algorithm 1.
+
+    Example:
+        >>> z1, z2 = torch.randn(3, 4), torch.randn(3, 4)
+        >>> s = simclr_layout(z1, z2, check_two_views(z1, z2), temperature=0.5)
+        >>> s.logits.shape
+        torch.Size([6, 6])
+    """
+    t = temperature
     if b < 2:
         raise ValueError(f"batch size B (z1.shape[0]) must be >= 2 to have negatives, got {b}")
     labels = _check_labels("labels", labels, b)
@@ -391,26 +494,77 @@ def simclr_scores(
         validate=validate,
         report=[("z1", z1), ("z2", z2)],
     )
-    vt = v / t  # scale the (2B, d) side, not the (2B, 2B) product
+    vt = v / constant(t, v)  # scale the (2B, d) side, not the (2B, 2B) product
     logits = vt @ v.T  # (2B, 2B)
     positive = (vt * v.roll(b, dims=0)).sum(dim=1)  # (2B,): row dots, no gather from the matrix
-    # the cached mask in eager mode; traced into the graph under torch.compile (Dynamo does not
-    # trace through functools.lru_cache, and older Dynamo cannot read its __wrapped__)
-    mask = (_simclr_mask if torch.compiler.is_compiling() else simclr_mask)(b, v.device)
     all_labels = None if labels is None else torch.cat([labels, labels]).to(v.device)
-    return Scores(
+    if torch.compiler.is_compiling():
+        # traced into the graph: Dynamo does not trace through functools.lru_cache (and older
+        # Dynamo cannot read its __wrapped__)
+        return Scores(
+            positive=positive, logits=logits, mask=_simclr_mask(b, v.device), temperature=t,
+            anchor_norms=norms, positive_norms=norms.roll(b, dims=0), candidate_norms=norms,
+            anchor_labels=all_labels, candidate_labels=all_labels,
+            valid_counts=_simclr_counts(b, v.device), nonempty=True,
+        )
+    # eager: the mask, its additive form, N_i and log N_i are cached constants of (B, dtype, device)
+    constants = simclr_constants(b, logits.dtype, v.device)
+    unit = norms is unit_norms(2 * b, norms.dtype, norms.device)  # the checked path's constant ones
+    scores = Scores(
         positive=positive,
         logits=logits,
-        mask=mask,
+        mask=constants.mask,
         temperature=t,
         anchor_norms=norms,
-        positive_norms=norms.roll(b, dims=0),  # the partner's: (i + B) mod 2B
+        positive_norms=norms if unit else norms.roll(b, dims=0),  # the partner's: (i + B) mod 2B
         candidate_norms=norms,
         anchor_labels=all_labels,
         candidate_labels=all_labels,
-        valid_counts=(_simclr_counts if torch.compiler.is_compiling() else simclr_counts)(b, v.device),
+        valid_counts=constants.counts,
         nonempty=True,  # 2B − 2 ≥ 2 negatives per anchor
+        fill=constants.fill,
     )
+    return scores.with_counts(constants.num_valid, constants.log_num_valid)
+
+
+class SimCLRConstants(NamedTuple):
+    """What SimCLR's layout at one (B, dtype, device) needs besides the embeddings: the (2B, 2B)
+    mask (:func:`simclr_mask`), its additive form ``fill`` (0 valid, −inf invalid), the int32
+    counts (:func:`simclr_counts`), and ``N_i = 2B − 2`` and ``log N_i`` in the logits' dtype."""
+
+    mask: Tensor
+    fill: Tensor
+    counts: Tensor
+    num_valid: Tensor
+    log_num_valid: Tensor
+
+
+@functools.lru_cache(maxsize=8)
+def simclr_constants(b: int, dtype: torch.dtype, device: torch.device) -> SimCLRConstants:
+    """:class:`SimCLRConstants` of B views per side, made once per (B, dtype, device) and cached
+    (never modified in place): a call of the layout then builds no mask and converts no count.
+
+    Args:
+        b: B, the views per side.
+        dtype: the logits' dtype (of ``fill``, ``num_valid`` and ``log_num_valid``).
+        device: where the constants live.
+
+    Shapes:
+        mask and fill (2B, 2B); counts, num_valid and log_num_valid (2B,).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1) (the 2B − 2 negatives of each view).
+
+    Example:
+        >>> c = simclr_constants(3, torch.float32, torch.device("cpu"))
+        >>> c.num_valid.tolist(), c.fill[0].tolist()
+        ([4.0, 4.0, 4.0, 4.0, 4.0, 4.0], [-inf, 0.0, 0.0, -inf, 0.0, 0.0])
+    """
+    mask = simclr_mask(b, device)
+    counts = simclr_counts(b, device)
+    fill = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill_(~mask, float("-inf"))
+    num_valid = counts.to(dtype)
+    return SimCLRConstants(mask, fill, counts, num_valid, num_valid.log())
 
 
 def prepare_pair(
@@ -425,6 +579,7 @@ def prepare_pair(
     candidate_labels: Tensor | None = None,
     validate: bool = True,
     report: list[tuple[str, Tensor]] | None = None,
+    candidates_normalized: bool = False,
 ) -> PreparedPair:
     """Validated, promoted (and, if asked, normalised) inputs of :func:`pair_scores`.
 
@@ -458,6 +613,10 @@ def prepare_pair(
         candidate_labels: optional integer labels of the candidates.
         validate: make the data-dependent checks (one host read).
         report: the ``(name, tensor)`` pairs an error names (default: the inputs).
+        candidates_normalized: the caller vouches that the candidates are unit rows, finite,
+            already in the compute dtype (MoCo's queue stores its keys normalised): with
+            ``normalize`` they are neither normalised again nor checked (their norms are taken
+            as 1). Ignored unless ``normalize`` and the candidates' dtype is the compute dtype.
 
     References:
         Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4); He, Fan, Wu, Xie and Girshick,
@@ -498,7 +657,8 @@ def prepare_pair(
     dtype = compute_dtype(widest)
     named = [("anchors", anchors)]  # the same tensor is checked (and prepared) once
     named += [] if positives is anchors else [("positives", positives)]
-    named += [] if candidates is anchors else [("candidates", candidates)]
+    unit = candidates_normalized and normalize and candidates.dtype == dtype and candidates is not anchors
+    named += [] if candidates is anchors or unit else [("candidates", candidates)]
     prepared = dict(
         zip(
             [name for name, _ in named],
@@ -510,7 +670,10 @@ def prepare_pair(
     )
     a, a_norms = prepared["anchors"]
     p, p_norms = prepared.get("positives", (a, a_norms))
-    c, c_norms = prepared.get("candidates", (a, a_norms))
+    if unit:  # unit rows already (a queue's keys): the same values, without a pass over N·d
+        c, c_norms = candidates, torch.ones(n_n, dtype=dtype, device=candidates.device)
+    else:
+        c, c_norms = prepared.get("candidates", (a, a_norms))
     return PreparedPair(
         anchors=a,
         positives=p,
@@ -536,6 +699,7 @@ def pair_scores(
     anchor_labels: Tensor | None = None,
     candidate_labels: Tensor | None = None,
     validate: bool = True,
+    candidates_normalized: bool = False,
 ) -> Scores:
     """General layout: anchors, their positives, and a separate candidate pool.
 
@@ -562,6 +726,7 @@ def pair_scores(
         anchor_labels: optional integer labels of the anchors.
         candidate_labels: optional integer labels of the candidates.
         validate: make the data-dependent checks (one host read).
+        candidates_normalized: the candidates are unit rows already (:func:`prepare_pair`).
 
     References:
         Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4) (InfoNCE over a candidate set);
@@ -584,6 +749,7 @@ def pair_scores(
         anchor_labels=anchor_labels,
         candidate_labels=candidate_labels,
         validate=validate,
+        candidates_normalized=candidates_normalized,
     )
     t = pp.temperature
     at = pp.anchors / t

@@ -32,6 +32,9 @@ class Scores:
         positive_mask: optional mask of each anchor's several positives (see Shapes).
         valid_counts: optional cached row counts of ``mask`` (int32).
         nonempty: every anchor is known to have a valid negative (see below).
+        fill: optional additive form of ``mask`` in the logits' dtype (0 where valid, ``−inf``
+            elsewhere), given by layouts that reuse one mask (cached with it): the masked logits
+            are then one addition, whose backward is free, instead of a ``masked_fill``.
 
     Shapes:
         - ``positive``: (A,) positive logits ``s⁺_i``.
@@ -77,6 +80,7 @@ class Scores:
     positive_mask: Tensor | None = None
     valid_counts: Tensor | None = field(default=None, repr=False, compare=False)
     nonempty: bool = field(default=False, repr=False, compare=False)
+    fill: Tensor | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_anchors(self) -> int:
@@ -103,6 +107,22 @@ class Scores:
         object.__setattr__(self, "_num_valid", counts)  # converted once per Scores
         return counts
 
+    def log_num_valid(self) -> Tensor:
+        """``log N_i`` (A,), computed once per :class:`Scores` (layouts with constant counts pass
+        it in, :meth:`with_counts`). Not to be modified in place."""
+        cached = self.__dict__.get("_log_num_valid")
+        if cached is None:
+            cached = self.num_valid().log()
+            object.__setattr__(self, "_log_num_valid", cached)
+        return cached
+
+    def with_counts(self, num_valid: Tensor, log_num_valid: Tensor) -> Scores:
+        """These scores with ``N_i`` and ``log N_i`` (A,) in the logits' dtype already known (a
+        layout's cached constants): :meth:`num_valid` and :meth:`log_num_valid` return them."""
+        object.__setattr__(self, "_num_valid", num_valid)
+        object.__setattr__(self, "_log_num_valid", log_num_valid)
+        return self
+
     def positive_count(self) -> Tensor | None:
         """``M_i``, the number of positives of each anchor (A,) in the logits' dtype; ``None`` for one."""
         if self.positive_mask is None:
@@ -116,7 +136,7 @@ class Scores:
                 f"mask must be a bool tensor of shape {tuple(self.logits.shape)}, "
                 f"got {mask.dtype} of shape {tuple(mask.shape)}"
             )
-        return replace(self, mask=mask, valid_counts=None, nonempty=False)
+        return replace(self, mask=mask, valid_counts=None, nonempty=False, fill=None)
 
     @classmethod
     def streamed(
@@ -148,7 +168,10 @@ class Scores:
         )
 
     def masked_logits(self) -> Tensor:
-        """``s_ij`` where valid, ``-inf`` elsewhere (one pass over the matrix)."""
+        """``s_ij`` where valid, ``-inf`` elsewhere (one pass over the matrix; ``logits + fill``
+        when the additive mask is known)."""
+        if self.fill is not None:
+            return self.logits + self.fill
         return self.logits.masked_fill(~self.mask, float("-inf"))
 
 
