@@ -42,7 +42,8 @@ def test_the_accuracy_is_the_mean_of_independent_refits_by_scikit_learn() -> Non
         clf = LogisticRegression(C=1.0, max_iter=1000).fit(scaler.transform(x[few]), y[few])
         expected.append(float((clf.predict(scaler.transform(xt)) == yt).mean()))
     assert res.accuracies == pytest.approx(tuple(expected), abs=0)
-    assert res.accuracy == pytest.approx(np.mean(expected)) and res.std == pytest.approx(np.std(expected, ddof=1))
+    assert res.accuracy == pytest.approx(np.mean(expected))
+    assert res.std == pytest.approx(np.std(expected, ddof=1))
     # fewer labels never need more than the pool: all labels at shots >= class size is the full readout
     full = few_label_linear_accuracy(x, y, xt, yt, shots=40, draws=1)
     scaler = StandardScaler().fit(x)

@@ -40,7 +40,6 @@ from hardneg.pipeline.checkpoints import (
 )
 from hardneg.pipeline.config import dump_yaml, load_config
 from hardneg.pipeline.data import ContrastiveDataModule
-from hardneg.pipeline.trainer import build_trainer
 from hardneg.pipeline.evaluation import EvalResult, evaluate_encoder
 from hardneg.pipeline.module import ContrastiveModule
 from hardneg.pipeline.provenance import PROVENANCE_FILE, provenance
@@ -56,6 +55,7 @@ from hardneg.pipeline.run_folder import (
     write_features,
     write_outputs,
 )
+from hardneg.pipeline.trainer import build_trainer
 from hardneg.pipeline.trainer_options import check_training_steps
 
 __all__ = [
