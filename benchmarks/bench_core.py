@@ -148,9 +148,12 @@ def import_ref(rev: str) -> object:
     """The package ``hardneg`` of git revision ``rev`` imported as ``hardneg_ref`` (a copy under a
     temporary folder, ``hardneg`` renamed in its imports), beside the working tree's ``hardneg``."""
     root = Path(__file__).resolve().parents[1]
-    tar = subprocess.run(
-        ["git", "archive", rev, "src/hardneg"], cwd=root, capture_output=True, check=True
-    ).stdout
+    if rev.endswith(".tar") and Path(rev).is_file():  # `git archive REV src/hardneg > FILE.tar`, made
+        tar = Path(rev).read_bytes()  # where git is (a machine given a copy of the tree has none)
+    else:
+        tar = subprocess.run(
+            ["git", "archive", rev, "src/hardneg"], cwd=root, capture_output=True, check=True
+        ).stdout
     tmp = Path(tempfile.mkdtemp(prefix="hardneg_ref_"))
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
@@ -292,7 +295,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--per-call", action="store_true", help="the per-call cost (module docstring)")
     parser.add_argument("--calls", type=int, default=200, help="calls per case with --per-call")
-    parser.add_argument("--ref", default=None, help="with --per-call: git revision to compare with")
+    parser.add_argument("--ref", default=None,
+                        help="with --per-call: git revision (or its `git archive` .tar) to compare with")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
     if args.threads:
