@@ -308,16 +308,9 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
                        exclude: _T = ..., generator: _G = ...,
                        details: bool = ...) -> Tensor | LossOutput: ...  # fmt: skip
 
-    def multi_positive(
-        self,
-        anchors: Tensor,
-        candidates: Tensor,
-        positive_mask: Tensor,
-        *,
-        exclude: _T = None,
-        generator: _G = None,
-        details: bool = False,
-    ) -> Tensor | LossOutput:
+    def multi_positive(self, anchors: Tensor, candidates: Tensor, positive_mask: Tensor, *,
+                       exclude: _T = None, generator: _G = None,
+                       details: bool = False) -> Tensor | LossOutput:
         """Several positives per anchor among one candidate pool (quick-thoughts).
 
         ``L_i = −log( Σ_m e^{s⁺_im} / (Σ_m e^{s⁺_im} + Neg_i) )`` with ``Neg_i`` the weighted

@@ -176,7 +176,7 @@ def test_automatic_choice_follows_the_memory_budget() -> None:
 
 def test_unsupported_combinations_name_what_to_change() -> None:
     z1, z2 = views(b=6, d=4)
-    with pytest.raises(  # OT tiles with detached couplings (tests/tiled/test_ot_tiled.py)
+    with pytest.raises(  # OT tiles with detached couplings (tests/tiled/test_coupling.py)
         ValueError, match=r"tiled engine .*OptimalTransport.*differentiable=True.*memory_budget"
     ):
         ot = negatives.OptimalTransport(epsilon=0.5, differentiable=True)

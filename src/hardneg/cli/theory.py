@@ -184,7 +184,7 @@ def ot_value(
     margin: float = typer.Option(0.0, "--margin"),
 ) -> None:
     """Degenerate min-max value ψ(0,…,0) of the HCL-OT paper (Theorem 1)."""
-    from hardneg.theory.ot import degenerate_minmax_value
+    from hardneg.theory.jiang import degenerate_minmax_value
 
     try:
         typer.echo(f"{degenerate_minmax_value(loss, q=q, margin=margin):.6g}")

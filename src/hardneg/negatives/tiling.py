@@ -16,7 +16,7 @@ its weights per tile instead, through :meth:`~hardneg.negatives.NegativeDistribu
   β < 0 up-weights the farthest candidates;
 - a **streamed Sinkhorn** ``TileWeights(sinkhorn=SinkhornTiles(...))``: the entropic-OT coupling
   of Jiang, Ishwar, Aeron (arXiv:2111.03169, §VI, eq. (5)–(7)), solved by sweeps over row strips
-  (:mod:`hardneg.tiled.ot`).
+  (:mod:`hardneg.tiled.coupling`).
 
 A distribution that cannot say either returns ``None`` and explains why in
 :meth:`~hardneg.negatives.NegativeDistribution.tile_refusal`; the engines then refuse it with that
@@ -37,7 +37,7 @@ __all__ = ["SinkhornTiles", "TileWeights"]
 
 @dataclass(frozen=True)
 class SinkhornTiles:
-    """The settings of a streamed entropic-OT solve (:func:`hardneg.tiled.ot.tiled_sinkhorn`).
+    """The settings of a streamed entropic-OT solve (:func:`hardneg.tiled.coupling.tiled_sinkhorn`).
 
     Args:
         epsilon: entropic regularisation ε > 0.

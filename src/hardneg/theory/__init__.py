@@ -51,7 +51,7 @@ _WHERE = {
     "coupon_cover_probability": ".coupon",
     "coupon_expected_draws": ".coupon",
     "coupon_expected_draws_bound": ".coupon",
-    "degenerate_minmax_value": ".ot",
+    "degenerate_minmax_value": ".jiang",
     "distinct_classes_probability": ".collisions",
     "exact_hinge_nce": ".examples",
     "generalization_gap": ".arora",

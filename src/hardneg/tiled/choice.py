@@ -19,8 +19,8 @@ from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.subsample import identity_unwrapped, split_subsample
 from hardneg.negatives.tiling import TileWeights
 from hardneg.objectives.base import Objective
+from hardneg.tiled.coupling import check_ot_objective
 from hardneg.tiled.gathered import check_gatherable
-from hardneg.tiled.ot import check_ot_objective
 
 __all__ = [
     "ENGINES",

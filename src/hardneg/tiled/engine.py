@@ -4,7 +4,7 @@ Supported: every negative distribution that states its weights per tile through 
 protocol (:meth:`~hardneg.negatives.NegativeDistribution.tile_weights`,
 :mod:`hardneg.negatives.tiling`) — an exponential tilt ``w_ij ∝ e^{β s_ij}`` (Uniform: β = 0;
 Hard(β) without ``rescale``/``detach_weights``/``target_ess``; a user's distribution, β of any
-sign) or a streamed Sinkhorn coupling (OptimalTransport, :mod:`hardneg.tiled.ot`) — wrapped in
+sign) or a streamed Sinkhorn coupling (OptimalTransport, :mod:`hardneg.tiled.coupling`) — wrapped in
 any :class:`~hardneg.negatives.CollisionFree` / :class:`~hardneg.negatives.Subsample`; objectives
 that read only per-anchor statistics (``Objective.row_reducible``: InfoNCE, Debiased, Logistic,
 LogisticMPair, Hinge, Triplet); every layout (SimCLR's 2B views, explicit candidates, a memory
@@ -47,9 +47,9 @@ from hardneg.tiled.choice import (
     speed_tile,
     tile_for_budget,
 )
+from hardneg.tiled.coupling import tiled_ot_loss
 from hardneg.tiled.lse import tiled_lse
 from hardneg.tiled.mask import TileMask
-from hardneg.tiled.ot import tiled_ot_loss
 from hardneg.tiled.rowmean import tiled_row_argmax, tiled_row_mean
 from hardneg.tiled.symmetric import tiled_lse_symmetric
 

@@ -13,14 +13,14 @@ import torch
 from hardneg import ContrastiveLoss
 from hardneg.negatives import OptimalTransport
 from hardneg.objectives import Debiased, Hinge, InfoNCE, Logistic
-from hardneg.tiled.mask import TileMask
-from hardneg.tiled.ot import (
+from hardneg.tiled.coupling import (
     OTKernel,
     TiledSinkhornResult,
     ot_weighted_lse,
     strip_rows,
     tiled_sinkhorn,
 )
+from hardneg.tiled.mask import TileMask
 from tests.reference.ot import reference_coupling
 
 F64 = torch.float64
