@@ -205,3 +205,24 @@ def test_paper_graph_configs_follow_hcl_fig3_settings():
         assert cfg.loss.negatives["name"] == "hard" and cfg.loss.negatives["rescale"] is True
         assert cfg.sweep.grid == {"loss.negatives.beta": [0.0, 1.0, 2.0, 10.0]}
         assert cfg.sweep.seeds == list(range(10)) and cfg.eval.cv_folds == 10
+
+
+def test_libyaml_and_python_parsers_read_every_packaged_config_the_same() -> None:
+    """The config loader parses with libyaml when PyYAML has it; its plain scalars carry style ""
+    where PyYAML's parser gives None: the float rule (``1e-3`` is a float) must hold for both."""
+    import yaml
+
+    from hardneg.pipeline import config as C
+
+    class PythonParser(yaml.SafeLoader):
+        pass
+
+    PythonParser.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, C._construct_mapping)
+    PythonParser.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG, C._construct_str)
+    root = Path(C.__file__).resolve().parents[1] / "configs"
+    texts = [p.read_text() for p in sorted(root.rglob("*.yaml"))]
+    texts += ["lr: 1e-3\nxs: [1, 2.0, 3e4, '4e5', \"5e6\"]\nname: a1e5\n"]
+    for text in texts:
+        assert yaml.load(text, Loader=C._Loader) == yaml.load(text, Loader=PythonParser)
+    assert yaml.load(texts[-1], Loader=C._Loader) == {"lr": 0.001, "xs": [1, 2.0, 30000.0, "4e5", "5e6"],
+                                                      "name": "a1e5"}

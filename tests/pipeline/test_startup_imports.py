@@ -108,3 +108,16 @@ def test_the_watched_packages_are_installed_where_the_suite_runs() -> None:
     if missing:
         pytest.skip(f"not installed here: {', '.join(missing)}")
     assert importlib.util.find_spec("lightning") is not None
+
+
+def test_a_group_and_a_reproduction_import_lightning_only_when_a_run_trains() -> None:
+    """A second ``make run`` reuses every run: deciding that (config, provenance, results) and writing
+    the report must not import Lightning (about 6 s of the start-up)."""
+    code = (
+        "import sys, json; import hardneg.cli, hardneg.pipeline.groups, hardneg.reproduce.run, "
+        "hardneg.reproduce.report, hardneg.pipeline.run_folder, hardneg.pipeline.provenance; "
+        "print(json.dumps('lightning' in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) is False

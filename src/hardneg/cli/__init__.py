@@ -335,7 +335,8 @@ def reproduce(
                            "repository root; --budget small, without --only)")] = False,
 ) -> None:
     """Run the papers' claims as seeded comparisons -> claims.md, claims.csv, figures/claims.png."""
-    _quiet_lightning()
+    # no _quiet_lightning() here: the groups quiet Lightning where a run trains (their workers, or
+    # this process), so a reproduction that reuses every run never imports it
     from hardneg.reproduce.run import ReproduceInterrupted, resume_command, run_reproduce
 
     start = time.perf_counter()

@@ -43,7 +43,6 @@ from hardneg.config import ConfigError, RunConfig
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
 from hardneg.pipeline.config import dump_yaml, flat_config, with_overrides
-from hardneg.pipeline.experiment import train_run
 from hardneg.pipeline.resources import check_group_memory
 from hardneg.pipeline.run_folder import (
     GROUP_MARKER,
@@ -159,6 +158,14 @@ def sum_timing(results: list[RunResult]) -> dict[str, float]:
         for k, v in r.timing.items():
             total[k] += float(v)
     return dict(total)
+
+
+def train_run(cfg: RunConfig, run_dir: Path, **kwargs: Any) -> RunResult | None:
+    """:func:`hardneg.pipeline.experiment.train_run`, imported when a run trains: a group whose runs
+    are all reused never imports Lightning (seconds of a second ``make run``)."""
+    from hardneg.pipeline.experiment import train_run as train
+
+    return train(cfg, run_dir, **kwargs)
 
 
 def _job(cfg: RunConfig, run_dir: Path, resume: bool) -> tuple[RunResult | None, str]:

@@ -109,7 +109,8 @@ def run_supervised(
         fn: a module-level (picklable) function.
         jobs: the argument tuples, one per job.
         workers: how many processes run at once (≥ 1).
-        init: run first in every worker (e.g. logging set-up).
+        init: run first in every worker (e.g. logging set-up); in this process when the jobs run
+            here (``workers == 1`` or a single job).
         on_result: called in the parent as ``on_result(index, result)`` when a job finishes.
 
     Raises:
@@ -122,7 +123,9 @@ def run_supervised(
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     results: list[Any] = [None] * len(jobs)
-    if workers == 1 or len(jobs) <= 1:
+    if workers == 1 or len(jobs) <= 1:  # this process is the one worker: ``init`` runs here
+        if init is not None and jobs:
+            init()
         return _in_process(fn, jobs, results, on_result)
     ctx = multiprocessing.get_context("spawn")
     running: dict[Any, tuple[int, Any]] = {}  # connection -> (job index, process)
