@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, cast
@@ -194,15 +195,28 @@ def train(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
             raise typer.Exit(code=_stop_code(signum)) from None
 
 
+def _background_oserrors_once(args: threading.ExceptHookArgs) -> None:
+    """A writer thread's ``OSError`` (TensorBoard's event writer on a full disk) is raised again in
+    the main thread when it flushes, which reports it in one line: no traceback from the thread."""
+    if isinstance(args.exc_value, OSError):
+        return
+    threading.__excepthook__(args)
+
+
 def _train(cfg, out: Path | None, *, resume: bool, force: bool, quiet: bool) -> None:  # type: ignore[no-untyped-def]
     _quiet_lightning()
     from hardneg.pipeline.experiment import train_run
     from hardneg.pipeline.run_folder import timing_lines
 
     start = time.perf_counter()
+    threading.excepthook = _background_oserrors_once
     try:
         result = train_run(cfg, out, resume=resume, force=force, quiet=quiet)
     except _USER_ERRORS as err:
+        if isinstance(err, OSError) and err.filename is None and err.strerror:
+            # an error of a writer that names no file (TensorBoard's): the run folder it wrote into
+            run_dir = out if out is not None else Path(cfg.out_dir) / cfg.name
+            err = OSError(err.errno, err.strerror, str(run_dir))
         raise _fail(err) from None
     if result is None:  # a non-zero DDP rank
         return
