@@ -209,7 +209,7 @@ def _train(cfg, out: Path | None, *, resume: bool, force: bool, quiet: bool) -> 
     from hardneg.pipeline.run_folder import timing_lines
 
     start = time.perf_counter()
-    threading.excepthook = _background_oserrors_once
+    previous_hook, threading.excepthook = threading.excepthook, _background_oserrors_once
     try:
         result = train_run(cfg, out, resume=resume, force=force, quiet=quiet)
     except _USER_ERRORS as err:
@@ -218,6 +218,8 @@ def _train(cfg, out: Path | None, *, resume: bool, force: bool, quiet: bool) -> 
             run_dir = out if out is not None else Path(cfg.out_dir) / cfg.name
             err = OSError(err.errno, err.strerror, str(run_dir))
         raise _fail(err) from None
+    finally:  # the hook is this command's, not the process's (tests call the CLI in-process)
+        threading.excepthook = previous_hook
     if result is None:  # a non-zero DDP rank
         return
     if not quiet:
