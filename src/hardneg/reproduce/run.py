@@ -202,7 +202,7 @@ def _shift_values(
     grid = _grid_values(shift, runs)
     low = [math.log2(shift.best(v, shift.low)) for v in grid.values()]
     high = [math.log2(shift.best(v, shift.high)) for v in grid.values()]
-    stats = [shift.value(v) for v in grid.values()]
+    stats = [h - lo for lo, h in zip(low, high, strict=True)]  # OptimumShift.value, per seed
     return stats, {"log2 best K, fewer classes": low, "log2 best K, more classes": high}
 
 
