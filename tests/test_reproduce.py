@@ -497,6 +497,31 @@ def test_arora_lemma_4_3_is_measured_from_the_run_folder_features(tmp_path: Path
         derived_metric(tmp_path / "run", "nope")
 
 
+def test_arora_proposition_6_2_block_bound_is_measured_from_the_run_folder_features(tmp_path: Path) -> None:
+    """Prop. 6.2's middle term, (L^block_un − τ)/(1 − τ) with b = 4, re-derived here by an independent
+    float64 Monte-Carlo estimate of eq. (12): blocks of 4 positives and 4 negatives drawn i.i.d. from
+    the empirical class distributions (class c⁺, c⁻ ~ ρ̂ independently); the chain of the proposition
+    holds on these features."""
+    features, labels = _write_features(tmp_path / "run", seed=3)
+    block = derived_metric(tmp_path / "run", "prop_6_2_bound")
+    pair = derived_metric(tmp_path / "run", "lemma_4_3_bound")
+    measured = derived_metric(tmp_path / "run", "lemma_4_3_measured")
+    f = features.astype(np.float64)
+    rng = np.random.default_rng(7)
+    n, b = 100_000, 4
+    a = rng.integers(0, 200, n)
+    c_neg = rng.integers(0, 4, n)
+    pos = labels[a][:, None] * 50 + rng.integers(0, 50, (n, b))  # classes are blocks of 50
+    neg = c_neg[:, None] * 50 + rng.integers(0, 50, (n, b))
+    v = np.einsum("nd,nd->n", f[a], f[pos].mean(axis=1) - f[neg].mean(axis=1))
+    loss = np.logaddexp(0.0, -v) / np.log(2.0)
+    tau = 0.25
+    # two Monte-Carlo estimates: the library's draws 20 000 blocks, this one 100 000; 4 standard errors
+    se = loss.std() / (1 - tau) * np.sqrt(1 / 20_000 + 1 / n)
+    assert abs(block - (loss.mean() - tau) / (1 - tau)) < 4 * se
+    assert measured <= block <= pair
+
+
 def test_ot_hardness_is_the_coupling_weighted_negative_cosine_by_pot(tmp_path: Path) -> None:
     """Jiang et al.'s property 1 on a run's features, re-derived with POT's Sinkhorn in float64:
     the conditional coupling P*(j | i) of uniform marginals, cost 2 − 2cos (self-pairs excluded)."""

@@ -496,6 +496,24 @@ CLAIMS: tuple[Claim, ...] = (
           "prior, Gen_M omitted)", "latent", "infonce", "infonce", "lemma_4_3 (bound − measured)",
           ClaimTest("superiority"), unit="bits", theorem=True,
           terms=(Term("infonce", "lemma_4_3_bound", 1.0), Term("infonce", "lemma_4_3_measured", -1.0))),
+    Claim("arora-prop-6-2-holds",
+          "The mean classifier's supervised loss is within Arora et al.'s block bound: L_sup^mu(f) <= "
+          "(L_un^block(f) - tau) / (1 - tau) with blocks of 4 positives and 4 negatives, measured on "
+          "held-out features of the trained encoders.",
+          "∀f ∈ F, L_sup(f) ≤ (1/(1−τ)) (L^block_un(f) − τ) ≤ (1/(1−τ)) (L_un(f) − τ)",
+          "Arora et al. (ICML 2019), §6.3, Prop. 6.2, left inequality (a theorem; eq. 12 with b = 4, "
+          "logistic loss in bits, empirical class prior)", "latent", "infonce", "infonce",
+          "prop_6_2 (bound − measured)", ClaimTest("superiority"), unit="bits", theorem=True,
+          terms=(Term("infonce", "prop_6_2_bound", 1.0), Term("infonce", "lemma_4_3_measured", -1.0))),
+    Claim("block-bound-is-tighter",
+          "The block loss is the tighter surrogate: Arora et al.'s block bound (b = 4) is below the "
+          "pairwise bound of Lemma 4.3 on the same features.",
+          "This bound tells us that L^block_un is a better surrogate for L_sup, making it a more "
+          "attractive choice than L_un when larger blocks are available.",
+          "Arora et al. (ICML 2019), §6.3, Prop. 6.2, right inequality (a theorem: Jensen's inequality "
+          "over the blocks)", "latent", "infonce", "infonce", "lemma_4_3 bound − prop_6_2 bound",
+          ClaimTest("superiority"), unit="bits", theorem=True,
+          terms=(Term("infonce", "lemma_4_3_bound", 1.0), Term("infonce", "prop_6_2_bound", -1.0))),
     Claim("ot-hardness-falls-with-epsilon",
           "The entropic-OT negatives are harder at a smaller epsilon: the coupling-weighted mean cosine of "
           "an anchor's negatives is larger at epsilon = 0.5 than at 2 (the library's scale), measured on "
