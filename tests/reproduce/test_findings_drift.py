@@ -241,3 +241,15 @@ def test_source_commit_outside_and_inside_a_git_work_tree(tmp_path: Path) -> Non
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs git and the repository's work tree")
     assert re.fullmatch(r"[0-9a-f]{7,}( \+ local changes)?", source_commit(ROOT) or "")
+
+
+def test_docs_claims_states_the_small_familys_size_the_code_fixes() -> None:
+    """docs/claims.md gives the Holm family of the small budget (claims and hypotheses); it is
+    counted here from the code, so adding a claim without updating the page fails."""
+    from hardneg.reproduce.claims import planned_claims
+    from hardneg.reproduce.statistics import hypotheses
+
+    claims = planned_claims("small")
+    n_hyp = sum(len(hypotheses(c.test)) for c in claims)
+    text = (Path(__file__).parents[2] / "docs" / "claims.md").read_text(encoding="utf-8")
+    assert f"budget {len(claims)} claims with {n_hyp} hypotheses" in text

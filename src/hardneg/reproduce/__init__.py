@@ -6,7 +6,7 @@ minimum detectable effects, the verdicts) and
 :mod:`hardneg.reproduce.run` (the runs and the report).
 """
 
-from hardneg.reproduce.claims import CLAIMS, EXPERIMENTS, Claim, Experiment
+from hardneg.reproduce.claims import CLAIMS, EXPERIMENTS, Claim, Experiment, Selection
 from hardneg.reproduce.statistics import ClaimResult, ClaimTest, judge
 
 __all__ = [
@@ -16,5 +16,6 @@ __all__ = [
     "ClaimResult",
     "ClaimTest",
     "Experiment",
+    "Selection",
     "judge",
 ]

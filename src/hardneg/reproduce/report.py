@@ -17,7 +17,7 @@ _COLUMNS = (
     "baseline_std", "contender_mean", "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high",
     "half_width", "wins", "seeds", "alpha_design", "mde_design", "mde_observed", "mde_basis", "seeds_needed",
     "p_value", "p_holm", "p_against", "p_against_holm", "p_smaller", "p_smaller_holm", "statistic", "unit",
-    "optimum", "install",
+    "optimum", "install", "selection",
     "folder", "command",
 )
 _NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
@@ -165,6 +165,7 @@ def _claim_section(r: dict[str, Any]) -> list[str]:
         f"(runs in `{r['folder']}`).",
         "",
         *([f"*Optimum.* {r['optimum']}.", ""] if r.get("optimum") else []),
+        *([f"*Setting chosen first.* {r['selection']}.", ""] if r.get("selection") else []),
     ]
 
 

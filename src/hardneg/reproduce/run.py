@@ -22,7 +22,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,38 @@ def _missing(cfg: Any) -> str | None:
     except (OSError, ConfigError) as err:
         return f"needs its data ({' '.join(str(err).split())})"
     return None
+
+
+def select_setting(
+    exp: Experiment, budget: str, root: Path, *, force: bool = False, device: str | None = None,
+    echo: Callable[[str], None] = print,
+) -> tuple[Experiment, dict[str, str]]:
+    """``exp`` with its :class:`~hardneg.reproduce.claims.Selection` applied at ``budget``.
+
+    Runs the candidates on the selection's independent draw (a ``hardneg compare`` in
+    ``root/budget/<exp.id>-selection``, reused like any other), picks the candidate by the paper's
+    rule and returns the experiment whose ``strategy`` takes the chosen overrides, with
+    ``{"selection": "<what was chosen, from which means>"}`` for the report.
+    """
+    from hardneg.pipeline.groups import run_compare
+
+    sel = exp.selection
+    assert sel is not None
+    picked = replace(exp, id=f"{exp.id}-selection", strategies=sel.candidates, selection=None,
+                     budgets={budget: {**exp.budgets[budget], **sel.budgets[budget]}})
+    cfg = experiment_config(picked, budget, device=device)
+    folder = root / budget / picked.id
+    echo(f"reproduce: {picked.id} ({len(sel.candidates)} candidates for {sel.strategy!r} x "
+         f"{len(cfg.compare.seeds)} seeds, {cfg.train.epochs} epochs) -> {folder}")
+    result = run_compare(cfg, folder, resume=not force, force=force, quiet=True, echo=echo)
+    means = {label: sum(float(r.eval[sel.metric]) for r in runs) / len(runs)
+             for label, runs in result.runs.items() if runs}
+    best = sel.choose(means)
+    shown = ", ".join(f"{name} {means[name]:.4g}" for name in sel.candidates)
+    note = (f"{sel.strategy} = {best}, the paper's rule (best mean {sel.metric}) applied to independent "
+            f"runs ({', '.join(f'{k}={v}' for k, v in sel.budgets[budget].items())}): {shown}")
+    strategies = {**exp.strategies, sel.strategy: {**exp.strategies[sel.strategy], **sel.candidates[best]}}
+    return replace(exp, strategies=strategies), {"selection": note}
 
 
 def _setting(exp: Experiment, cfg: Any) -> str:
@@ -411,10 +443,14 @@ def run_reproduce(
             rows += [_row(c, verdict="not run here", setting=why, data=exp.needs or "",
                           command=command_for(c, budget, root)) for c in mine]
             continue
+        chosen: dict[str, str] = {}
         folder = root / budget / exp.id
-        echo(f"reproduce: {exp.id} ({len(exp.strategies)} strategies x {len(cfg.compare.seeds)} seeds, "
-             f"{cfg.train.epochs} epochs) -> {folder}")
         try:
+            if exp.selection is not None and budget in exp.selection.budgets:
+                exp, chosen = select_setting(exp, budget, root, force=force, device=device, echo=echo)
+                cfg = experiment_config(exp, budget, data=data, device=device)
+            echo(f"reproduce: {exp.id} ({len(exp.strategies)} strategies x {len(cfg.compare.seeds)} seeds, "
+                 f"{cfg.train.epochs} epochs) -> {folder}")
             result = run_compare(cfg, folder, resume=not force, force=force, quiet=True, echo=echo)
         except GroupInterrupted as stop:
             again = resume_command(budget, root, only)
@@ -437,7 +473,7 @@ def run_reproduce(
             diffs[c.id], sides = claim_values(c, runs)
             extra = {"optimum": optimum_bootstrap(c.shift, runs)} if c.shift is not None else {}
             rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder), experiment=exp.id,
-                             **_measured(c, sides), **extra, **install))
+                             **_measured(c, sides), **extra, **install, **chosen))
     judge_rows(rows, diffs, budget=budget, exploratory=exploratory)
     write_report(rows, root / budget, budget=budget, stem=stem, seconds=time.perf_counter() - start)
     return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start,
