@@ -157,14 +157,15 @@ def test_a_report_from_synthetic_paired_results_covers_the_verdicts() -> None:
     pvals = [by[c][k] for c, k in measured] + [1.0] * (35 - 16)
     for (c, k), a in zip(measured, multipletests(pvals, method="holm")[1]):
         assert by[c][keys[k]] == pytest.approx(a, rel=1e-12)
-    # the digits fallback (5-label readout) has no pilot: the run's own SD decides, and a spread that
-    # cannot detect the 0.45-point margin at 5 seeds is underpowered
+    # the digits fallback (5-label readout) has its own pilot (the previous run's spread, ±0.79 points
+    # at 5 seeds): its MDE decides, and a design that cannot detect the 0.45-point margin at 5 seeds
+    # is underpowered whatever this run's spread
     digits = _rows(**{"ot-matches-hard": {"baseline_mean": 0.89, "experiment": "digits"}})
     judge_rows(digits, {"ot-matches-hard": [-0.0004 + x for x in (-0.003, 0.003, 0.002, -0.004, 0.002)]})
     ot = digits[0]
-    assert ot["outcome"] == "underpowered" and ot["mde_basis"] == "observed"
-    assert ot["mde_design"] is None or math.isnan(ot["mde_design"])
-    assert ot["verdict"] == (f"underpowered (MDE {100 * ot['mde_observed']:.3g} points > margin 0.45 points; "
+    assert ot["outcome"] == "underpowered" and ot["mde_basis"] == "pilot"
+    assert ot["mde_design"] > 0.0045 and ot["mde_design"] != ot["mde_observed"]
+    assert ot["verdict"] == (f"underpowered (MDE {100 * ot['mde_design']:.3g} points > margin 0.45 points; "
                              f"{ot['seeds_needed']} seeds would detect it)")
 
 

@@ -285,8 +285,8 @@ EXPERIMENTS: dict[str, Experiment] = {
             config="fashion_mnist",
             # HCL Fig. 2's x-axis: N = 2 (batch − 1) negatives; batch 32 gives N = 62
             strategies={name: {**_IMAGES[name], "train.batch_size": 32} for name in ("simclr", "hard")},
-            budgets={"full": {"train.epochs": 20, "data.train_subset": 10000, "compare.seeds": list(range(10)),
-                              "compare.workers": 2, **_QUIET}},
+            budgets={"full": {"train.epochs": 20, "data.train_subset": 10000,
+                              "compare.seeds": list(range(10)), "compare.workers": 2, **_QUIET}},
             setting="Fashion-MNIST (real 28x28 images, 10 classes), SmallCNN, SimCLR views, batch 32 "
                     "(N = 62 negatives; the other image claims use batch 256, N = 510)",
             needs="fashion_mnist",
@@ -402,6 +402,12 @@ _PILOT = ("pilot SD from the previous release's small-budget run (commit e46bdb1
           "finds'): SD = hw √n / t(0.975, n − 1) from its 95 % half-width hw")
 
 
+_DIGITS_PILOT = (" from the previous stop's run without Fashion-MNIST (commit f40d07b, the digits fallback's "
+                 "5-label readout, 5 seeds)")
+_PILOT_ASH = ("pilot SD from the previous stop's small-budget run (commit 228e8df, "
+              "docs/results/reproduce-small.json, 10 seeds)")
+
+
 def _sd(half_width_points: float, n: int = 5) -> float:
     """The SD (accuracy units) behind a 95 % half-width in points at ``n`` seeds."""
     return half_width_points / 100 * math.sqrt(n) / _T975[n - 1]
@@ -430,10 +436,11 @@ CLAIMS: tuple[Claim, ...] = (
           + _FIG2,
           f"{_HCL}, §5.1, Fig. 2 (effect: +3.0 points, CIFAR100)", "fashion_mnist", "simclr", "hard",
           "linear_top1", ClaimTest("superiority", paper_effect=0.03),
-          pilot_sd={"fashion_mnist": _sd(0.71)},
-          design=f"{_PILOT} (Fashion-MNIST: ±0.71; digits' 5-label readout: no pilot, the run's own SD)"),
+          pilot_sd={"fashion_mnist": _sd(0.71), "digits": _sd(0.73)},
+          design=f"{_PILOT} (Fashion-MNIST: ±0.71; digits' 5-label readout: ±0.73{_DIGITS_PILOT})"),
     Claim("hard-beats-simclr-small-n",
-          "Hard negatives (beta = 1, tau+ = 0.1) improve on SimCLR with few negatives too (N = 62, batch 32).",
+          "Hard negatives (beta = 1, tau+ = 0.1) improve on SimCLR with few negatives too "
+          "(N = 62, batch 32).",
           "The results in Fig. 2 show consistent improvement over SimCLR (q = p) ... on STL10 and CIFAR100",
           f"{_HCL}, §5.1, Fig. 2 (accuracy against N = 30 … 510; no effect size stated for small N)",
           "fashion_mnist_n62", "simclr", "hard", "linear_top1", ClaimTest("superiority"),
@@ -443,31 +450,33 @@ CLAIMS: tuple[Claim, ...] = (
           "absolute improvements over the best debiased baseline of 1.9% and 3.2%",
           f"{_HCL}, §5.1, Fig. 2 (effect: +1.9 points, CIFAR100)", "fashion_mnist", "debiased", "hard",
           "linear_top1", ClaimTest("superiority", paper_effect=0.019),
-          pilot_sd={"fashion_mnist": _sd(0.85)},
-          design=f"{_PILOT} (Fashion-MNIST: ±0.85; digits' 5-label readout: no pilot, the run's own SD)"),
+          pilot_sd={"fashion_mnist": _sd(0.85), "digits": _sd(0.98)},
+          design=f"{_PILOT} (Fashion-MNIST: ±0.85; digits' 5-label readout: ±0.98{_DIGITS_PILOT})"),
     Claim("debiasing-helps", "Debiasing with the class prior tau+ = 0.1 improves on SimCLR.",
           "All improve over the SimCLR baseline.",
           f"{_HCL}, §6.2, Fig. 4 (right), STL10: 84.26 % debiased vs 80.15 % SimCLR (effect +4.1 points)",
           "fashion_mnist", "simclr", "debiased", "linear_top1", ClaimTest("superiority", paper_effect=0.041),
-          pilot_sd={"fashion_mnist": _sd(0.60)},
-          design=f"{_PILOT} (Fashion-MNIST: ±0.60; digits' 5-label readout: no pilot, the run's own SD)"),
+          pilot_sd={"fashion_mnist": _sd(0.60), "digits": _sd(0.49)},
+          design=f"{_PILOT} (Fashion-MNIST: ±0.60; digits' 5-label readout: ±0.49{_DIGITS_PILOT})"),
     Claim("hard-without-debiasing-helps",
           "Hard negatives without debiasing (beta = 1, tau+ = 0) improve on SimCLR.",
           "only using hard sampling or only debiasing yields (in this case) similar accuracy. All improve "
           "over the SimCLR baseline.",
           f"{_HCL}, §6.2, Fig. 4 (right), STL10: 84.41 % hard, not debiased vs 80.15 % SimCLR (effect +4.3 "
           "points)", "fashion_mnist", "simclr", "hard-nodebias", "linear_top1",
-          ClaimTest("superiority", paper_effect=0.043), pilot_sd={"fashion_mnist": _sd(0.71)},
+          ClaimTest("superiority", paper_effect=0.043),
+          pilot_sd={"fashion_mnist": _sd(0.71), "digits": _sd(0.78)},
           design=f"{_PILOT}: hard − SimCLR's ±0.71 (Fashion-MNIST), the same contrast without the prior; "
-                 "digits' 5-label readout: no pilot, the run's own SD"),
+                 f"digits' 5-label readout: ±0.78{_DIGITS_PILOT}"),
     Claim("debiasing-helps-hard",
           "Debiasing improves hard negatives (beta = 1, tau+ = 0.1 vs tau+ = 0).",
           "Best results come from using both simultaneously.",
           f"{_HCL}, §6.2, Fig. 4 (right), STL10: 87.44 % hard and debiased vs 84.41 % hard alone "
           "(effect +3.0 points)", "fashion_mnist", "hard-nodebias", "hard", "linear_top1",
-          ClaimTest("superiority", paper_effect=0.030), pilot_sd={"fashion_mnist": _sd(0.60)},
+          ClaimTest("superiority", paper_effect=0.030),
+          pilot_sd={"fashion_mnist": _sd(0.60), "digits": _sd(0.36)},
           design=f"{_PILOT}: debiased − SimCLR's ±0.60 (Fashion-MNIST), the same change of objective with "
-                 "hard negatives; digits' 5-label readout: no pilot, the run's own SD"),
+                 f"hard negatives; digits' 5-label readout: ±0.36{_DIGITS_PILOT}"),
     Claim("ot-matches-hard",
           "Entropic-OT negatives perform like HCL's hard negatives (parity, within 0.45 points).",
           "our proposed method ... can indeed match (and sometimes slightly exceed) the state-of-the-art "
@@ -475,7 +484,7 @@ CLAIMS: tuple[Claim, ...] = (
           f"{_JIANG}, §VII, Tables I-III (Debiased NCE rows, OT − HCL: +0.1 STL10, −0.3 CIFAR10, +0.2 "
           "CIFAR100 points)", "fashion_mnist", "hard", "ot",
           "linear_top1", ClaimTest("equivalence", margin=0.0045, paper_effect=-0.003),
-          pilot_sd={"fashion_mnist": _sd(1.04)},
+          pilot_sd={"fashion_mnist": _sd(1.04), "digits": _sd(0.79)},
           design="margin ±0.45 points: half of HCL's gain over SimCLR (92.1 − 91.2 = 0.9 points) in the "
                  "row where the paper's OT − HCL gap is largest (Table II, CIFAR10, Debiased NCE: −0.3); "
                  "the OT arm at the paper's cost scale, ½‖f(x) − f(x⁻)‖² with ε = 0.5 (eq. 7; here ε = 1 "
@@ -483,16 +492,16 @@ CLAIMS: tuple[Claim, ...] = (
                  "arm's β; "
                  "as in each paper's code, the OT weights are constants in the backward pass and the hard "
                  "weights are not; "
-                 f"{_PILOT} (Fashion-MNIST: ±1.04; digits' 5-label readout: no pilot, the run's own SD)"),
+                 f"{_PILOT} (Fashion-MNIST: ±1.04; digits' 5-label readout: ±0.79{_DIGITS_PILOT})"),
     Claim("ot-beats-simclr", "Entropic-OT negatives improve on SimCLR.",
           "Our proposed method clearly improves over the baseline. ... For Debiased NCE loss, the absolute "
           "improvements over SimCLR are 3.2 and 2.0 percentage points on the STL10 and CIFAR100 datasets",
           f"{_JIANG}, §VII, Tables I-III (effect: +2.0 points, CIFAR100, Debiased NCE)", "fashion_mnist",
           "simclr", "ot", "linear_top1", ClaimTest("superiority", paper_effect=0.020),
-          pilot_sd={"fashion_mnist": _sd(0.71)},
+          pilot_sd={"fashion_mnist": _sd(0.71), "digits": _sd(0.78)},
           design=f"{_PILOT}: hard − SimCLR's ±0.71 (Fashion-MNIST), the OT arm being as hard as the hard arm "
-                 "(ε at the paper's scale, see ot-matches-hard); digits' 5-label readout: no pilot, the "
-                 "run's own SD"),
+                 f"(ε at the paper's scale, see ot-matches-hard); digits' 5-label readout: "
+                 f"±0.78{_DIGITS_PILOT}"),
     Claim("hard-helps-true-positives",
           "With true positive pairs, accuracy increases with the hardness beta (linear trend over "
           "beta = 0, 0.5, 1, 2).",
@@ -516,8 +525,8 @@ CLAIMS: tuple[Claim, ...] = (
           "effect is more significant for smaller values of [C] ... since the probability of collision "
           "decreases rapidly with [C]", "Ash et al. (AISTATS 2022), §4, Fig. 3 (right), mean classifier "
           "(effect not stated in the text)", "ash_tradeoff", "C16-K16", "C4-K16-cf", "mean_top1",
-          ClaimTest("superiority"),
-          design="no pilot (a contrast new in 0.3): the run's own SD decides; per seed "
+          ClaimTest("superiority"), pilot_sd={"ash_tradeoff": 0.0246},
+          design=f"{_PILOT_ASH}: ±2.46 points SD; per seed "
                  "(C4-K16-cf − C4-K16) − (C16-K16-cf − C16-K16); a collision has probability 1/C per "
                  "negative",
           terms=(Term("C4-K16-cf", "mean_top1", 1.0), Term("C4-K16", "mean_top1", -1.0),
@@ -527,8 +536,8 @@ CLAIMS: tuple[Claim, ...] = (
           "Fig. 4 (left, middle) shows that for vision problems, taking larger β does not necessarily "
           "lead to better representations", f"{_HCL}, §6.1, Fig. 4 (left) (effect not stated in the text)",
           "fashion_mnist", "hard-6", "hard", "linear_top1", ClaimTest("superiority"),
-          pilot_sd={"fashion_mnist": _sd(0.95)},
-          design=f"{_PILOT} (Fashion-MNIST: ±0.95; digits' 5-label readout: no pilot, the run's own SD)"),
+          pilot_sd={"fashion_mnist": _sd(0.95), "digits": _sd(1.21)},
+          design=f"{_PILOT} (Fashion-MNIST: ±0.95; digits' 5-label readout: ±1.21{_DIGITS_PILOT})"),
     Claim("optimal-k-grows-with-classes",
           "The optimal number of negatives grows with the number of classes: the best K of a grid "
           "K = 1 ... 32 is larger with C = 16 classes than with C = 4.",
@@ -537,7 +546,8 @@ CLAIMS: tuple[Claim, ...] = (
           "Ash et al. (AISTATS 2022), §4, Fig. 3 (left), mean classifier (effect not stated in the text; "
           "the theory's optimum K* ≈ C, Remark 2: 2 doublings from C = 4 to 16)",
           "ash_tradeoff", "C4", "C16", "best K (log2)", ClaimTest("superiority"), unit="doublings",
-          design="no pilot for an argmax (a new statistic): the run's own SD decides; per seed, the argmax "
+          pilot_sd={"ash_tradeoff": 1.25},
+          design=f"{_PILOT_ASH}: SD 1.25 doublings; per seed, the argmax "
                  "of accuracy over the K grid at each C, and the difference of their log2 (doublings of K); "
                  "a t-test over the 10 seeds; the bootstrap interval (over seeds) of the argmax of the "
                  "mean curve is printed beside it",
@@ -551,8 +561,8 @@ CLAIMS: tuple[Claim, ...] = (
           "stated in the text: \"slowly decays\"); the same finding as Arora et al. (ICML 2019), §6.2, "
           "Fig. 2 (a, b): \"using a lot of negative examples stops helping after a point\"",
           "ash_tradeoff", "C4-K32", "C4-K4", "mean_top1",
-          ClaimTest("superiority"),
-          design="no pilot (a contrast new in 0.3): the run's own SD decides; K = 4 is the theory's optimum "
+          ClaimTest("superiority"), pilot_sd={"ash_tradeoff": 0.0093},
+          design=f"{_PILOT_ASH}: ±0.93 points SD; K = 4 is the theory's optimum "
                  "at C = 4 (K* = 3-4, Remark 2), fixed before any run, not the grid's measured best"),
     Claim("arora-lemma-4-3-holds",
           "The mean classifier's supervised loss is within Arora et al.'s bound: L_sup^mu(f) <= "
