@@ -82,6 +82,7 @@ GROUP_MARKER = ".hardneg-group"  # in every compare / sweep folder: {"kind": "co
 RUN_ENTRIES = frozenset({
     RUN_MARKER, "config.yaml", "provenance.json", "metrics.json", "metrics.csv", "eval.csv",
     "features.npz", "summary.md", "vocab.json", "checkpoints", "logs", "figures",
+    "derived.json",  # metrics `hardneg reproduce` derives from the features (hardneg.reproduce.derived)
 })
 GROUP_ENTRIES = frozenset({
     GROUP_MARKER, "compare.yaml", "sweep.yaml", "results.csv", "table.csv", "table.md",
