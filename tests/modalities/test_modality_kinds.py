@@ -8,7 +8,6 @@ import typing
 from typing import Any
 
 import pytest
-import torch
 
 from hardneg.data.graphs.dataset import GraphDataset
 from hardneg.data.images import LabeledImages
@@ -29,6 +28,8 @@ from hardneg.modalities.images import Images
 from hardneg.modalities.latent import Latent
 from hardneg.modalities.sentences import Sentences
 from hardneg.pipeline.config import load_config
+
+from .helpers import StubModality
 
 BUILT_IN: list[tuple[type[Modality[Any, Any]], tuple[type, ...], type, bool]] = [
     # class, its kinds, the type of both splits, evaluates_itself
@@ -86,20 +87,6 @@ def test_every_member_takes_the_config_first(cls: type[Modality[Any, Any]]) -> N
     assert list(inspect.signature(Modality.save).parameters) == ["self", "cfg", "train", "run_dir"]
 
 
-class _Stub(TwoViewModality[LabeledVectors, LabeledVectors]):
-    name = "stub"
-    datasets = ("stub-data",)
-
-    def load(self, cfg: Any) -> tuple[LabeledVectors, LabeledVectors]:
-        raise NotImplementedError
-
-    def dataset(self, cfg: Any, train: LabeledVectors) -> Any:
-        raise NotImplementedError
-
-    def build_encoder(self, cfg: Any, train: LabeledVectors) -> torch.nn.Module:
-        raise NotImplementedError
-
-
 def test_a_member_a_modality_must_implement_is_named_when_missing() -> None:
     class NoEncoder(TwoViewModality[Any, Any]):
         def load(self, cfg: Any) -> Any: ...
@@ -108,7 +95,7 @@ def test_a_member_a_modality_must_implement_is_named_when_missing() -> None:
     with pytest.raises(TypeError, match="build_encoder"):
         NoEncoder()  # type: ignore[abstract]
 
-    class NoStep(OwnStepModality[Any, Any], _Stub):
+    class NoStep(OwnStepModality[Any, Any], StubModality):
         pass
 
     with pytest.raises(TypeError, match="step"):
@@ -118,7 +105,7 @@ def test_a_member_a_modality_must_implement_is_named_when_missing() -> None:
 def test_an_own_evaluation_is_declared(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
 
-    class Undeclared(_Stub):  # an evaluate alone does not replace the readouts
+    class Undeclared(StubModality):  # an evaluate alone does not replace the readouts
         datasets = ("stub-undeclared",)
 
         def evaluate(self, cfg: Any, encoder: Any, train: Any, test: Any) -> EvalResult:
@@ -126,7 +113,7 @@ def test_an_own_evaluation_is_declared(monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert register_modality(Undeclared()).evaluates_itself is False
 
-    class Declared(_Stub):
+    class Declared(StubModality):
         datasets = ("stub-declared",)
         evaluates_itself = True
 

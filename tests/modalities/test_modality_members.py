@@ -3,37 +3,24 @@ whether its labels name classes, its pictures and its table columns."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import torch
 
 from hardneg.config import EvalSection
 from hardneg.data.images import LabeledImages
 from hardneg.data.vectors import LabeledVectors
-from hardneg.modalities import TwoViewModality, get_modality, register_modality
+from hardneg.modalities import get_modality, register_modality
 from hardneg.pipeline.config import load_config
+
+from .helpers import StubModality
 
 
 class _OwnEval(EvalSection):
     threshold: float = 0.5
 
 
-class _Stub(TwoViewModality[LabeledVectors, LabeledVectors]):
-    """The members a modality must implement, doing nothing."""
-
-    def load(self, cfg: Any) -> tuple[LabeledVectors, LabeledVectors]:
-        raise NotImplementedError
-
-    def dataset(self, cfg: Any, train: LabeledVectors) -> Any:
-        raise NotImplementedError
-
-    def build_encoder(self, cfg: Any, train: LabeledVectors) -> torch.nn.Module:
-        raise NotImplementedError
-
-
 def test_a_modality_evaluated_by_the_readouts_needs_their_eval_section() -> None:
-    class Bad(_Stub):
+    class Bad(StubModality):
         name = "bad"
         datasets = ("bad-data",)
         eval_section = _OwnEval
@@ -41,7 +28,7 @@ def test_a_modality_evaluated_by_the_readouts_needs_their_eval_section() -> None
     with pytest.raises(TypeError, match=r"Bad.eval_section must subclass ReadoutEval .* got _OwnEval"):
         register_modality(Bad())
 
-    class NotASection(_Stub):
+    class NotASection(StubModality):
         name = "bad"
         datasets = ("bad-data",)
         eval_section = int  # type: ignore[assignment]
