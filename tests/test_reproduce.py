@@ -6,6 +6,7 @@ import csv
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -91,7 +92,7 @@ def test_every_not_run_here_command_parses_and_its_config_validates(tmp_path: Pa
     assert all(r["setting"].startswith(("needs its data", "needs a GPU")) for r in rows)
 
 
-def _rows(**claims: dict) -> list[dict]:  # type: ignore[type-arg]
+def _rows(**claims: dict[str, Any]) -> list[dict[str, Any]]:
     from hardneg.reproduce.run import _row
 
     by = {c.id: c for c in CLAIMS}
