@@ -38,14 +38,14 @@ def _batch(graphs: int, nodes_per_graph: int = 30, seed: int = 0) -> tuple[torch
 
 
 def _ours():  # type: ignore[no-untyped-def]
-    from hardneg.graphs import InfoGraphLoss
+    from hardneg.infograph import InfoGraphLoss
     from hardneg.negatives import Hard
 
     return lambda l, g, b: InfoGraphLoss(negatives=Hard(beta=1.0, rescale=True), tau_plus=0.1)(l, g, b)
 
 
 def _released():  # type: ignore[no-untyped-def]
-    from hardneg.graphs import released_local_global_loss
+    from hardneg.infograph import released_local_global_loss
 
     return lambda l, g, b: released_local_global_loss(l, g, b, beta=1.0)
 
@@ -61,7 +61,7 @@ def training_steps(repeats: int) -> list[str]:
     from torch_geometric.loader import DataLoader
 
     from hardneg.data.graphs.synthetic import synthetic_motifs
-    from hardneg.graphs import InfoGraphLoss
+    from hardneg.infograph import InfoGraphLoss
     from hardneg.models.gin import InfoGraphModel
     from hardneg.negatives import Hard, OptimalTransport
 

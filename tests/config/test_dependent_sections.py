@@ -24,7 +24,7 @@ EVAL_KEYS = {
     "digits": READOUTS,
     "latent": READOUTS | {"latent_table"},
     "articles": READOUTS | {"latent_table"},
-    "graphs": SHARED | {"svm", "logistic", "cv_folds"},
+    "motifs": SHARED | {"svm", "logistic", "cv_folds"},
     "sentences": SHARED | {"senteval", "senteval_tasks", "senteval_folds"},
 }
 
@@ -85,7 +85,7 @@ def test_a_config_file_s_mode_and_data_set_choose_the_sections(tmp_path: Path) -
     with pytest.raises(ConfigError, match=r"^unknown config key 'moco.momentum': 'moco' takes no keys"):
         load_config(bad)
     graphs = tmp_path / "graphs.yaml"
-    graphs.write_text("data: {dataset: graphs}\nmodel: {encoder: gin}\neval: {cv_folds: 3, batch_size: 7}\n")
+    graphs.write_text("data: {dataset: motifs}\nmodel: {encoder: gin}\neval: {cv_folds: 3, batch_size: 7}\n")
     cfg = load_config(graphs)
     assert (cfg.eval.cv_folds, cfg.eval.batch_size) == (3, 7)  # type: ignore[attr-defined]
 
@@ -95,8 +95,8 @@ def test_another_data_set_starts_its_eval_section_anew_keeping_the_shared_keys()
                                  "model.encoder=mlp", "eval.latent_table=true"])
     assert isinstance(cfg.eval, ClassTableEval)
     assert (cfg.eval.knn_k, cfg.eval.batch_size, cfg.eval.latent_table) == (7, 9, True)
-    graphs = load_config(None, ["eval.batch_size=9", "data.dataset=graphs", "model.encoder=gin"])
-    assert set(graphs.eval.model_dump()) == EVAL_KEYS["graphs"] and graphs.eval.batch_size == 9
+    graphs = load_config(None, ["eval.batch_size=9", "data.dataset=motifs", "model.encoder=gin"])
+    assert set(graphs.eval.model_dump()) == EVAL_KEYS["motifs"] and graphs.eval.batch_size == 9
     images = load_config("latent_classes", ["data.dataset=digits", "model.encoder=small_cnn"])
     assert type(images.eval) is ReadoutEval
 

@@ -95,7 +95,7 @@ def test_the_cli_refuses_before_anything_is_written(tmp_path: Path, monkeypatch:
 
 def test_a_config_file_s_encoder_chooses_the_section(tmp_path: Path) -> None:
     path = tmp_path / "gin.yaml"
-    path.write_text("data: {dataset: graphs}\nmodel: {encoder: gin, layers: 5}\n")
+    path.write_text("data: {dataset: motifs}\nmodel: {encoder: gin, layers: 5}\n")
     cfg = load_config(path)
     assert type(cfg.model) is GINSection and (cfg.model.width, cfg.model.layers) == (None, 5)
     assert cfg.model.arguments() == {"hidden": 32, "num_layers": 5}  # null: GIN's default width
@@ -219,8 +219,8 @@ def test_the_modalities_build_their_encoders_from_the_section() -> None:
     bow = get_modality("sentences").build_encoder(load_config("sentences", ["model.feature_dim=null"]), text)
     assert bow.f.embedding.embedding_dim == 100 and bow.feature_dim == 200
     cfg = load_config("graphs", ["model.width=null", "model.layers=null"])
-    gin = get_modality("graphs").build_encoder(cfg, SimpleNamespace(num_features=5))
+    gin = get_modality("motifs").build_encoder(cfg, SimpleNamespace(num_features=5))
     assert (gin.encoder.hidden, gin.encoder.num_layers, gin.encoder.in_dim) == (32, 3, 5)
     cfg = load_config("graphs", ["model.width=8", "model.layers=2"])
-    gin = get_modality("graphs").build_encoder(cfg, SimpleNamespace(num_features=5))
+    gin = get_modality("motifs").build_encoder(cfg, SimpleNamespace(num_features=5))
     assert (gin.encoder.hidden, gin.encoder.num_layers) == (8, 2)

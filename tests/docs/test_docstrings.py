@@ -30,7 +30,7 @@ MODULES = (
     "hardneg.negatives",
     "hardneg.objectives",
     "hardneg.supervised",
-    "hardneg.graphs",
+    "hardneg.infograph",
     "hardneg.loss",
     "hardneg.loss_engines",
     "hardneg.queue",
@@ -64,7 +64,7 @@ def public_objects() -> dict[str, object]:
     for module_name in MODULES:
         module = importlib.import_module(module_name)
         for name in module.__all__:
-            obj = getattr(module, name)  # hardneg.graphs imports its names on first use
+            obj = getattr(module, name)  # hardneg.infograph imports its names on first use
             if inspect.isclass(obj) or inspect.isfunction(obj):
                 found[f"{module_name}.{name}"] = obj
     return found
@@ -130,7 +130,7 @@ def test_the_walk_finds_the_public_losses_distributions_and_objectives() -> None
     names = public_objects()
     for expected in ("hardneg.negatives.Hard", "hardneg.negatives.OptimalTransport",
                      "hardneg.objectives.Debiased", "hardneg.objectives.InfoNCE",
-                     "hardneg.supervised.multi_view_loss", "hardneg.graphs.InfoGraphLoss",
+                     "hardneg.supervised.multi_view_loss", "hardneg.infograph.InfoGraphLoss",
                      "hardneg.loss.ContrastiveLoss", "hardneg.queue.QueueLoss", "hardneg.tiled.tiled_lse",
                      "hardneg.scores.pair_scores", "hardneg.functional.contrastive_loss"):
         assert expected in names, f"{expected} is no longer exported; update tests/docs/test_docstrings.py"

@@ -14,8 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hardneg.graphs.objective import InfoGraphLoss, local_global_mask
-from hardneg.graphs.released import RELEASED_SWITCHES, released_local_global_loss
+from hardneg.infograph.objective import InfoGraphLoss, local_global_mask
+from hardneg.infograph.released import RELEASED_SWITCHES, released_local_global_loss
 from hardneg.negatives import Hard, OptimalTransport, Uniform
 from hardneg.objectives import InfoNCE, JensenShannon
 

@@ -16,8 +16,8 @@ pytest.importorskip("torch_geometric")
 from hardneg.config.errors import ConfigError
 from hardneg.data.batches import EpochBatchSampler
 from hardneg.data.graphs.synthetic import synthetic_motifs
-from hardneg.graphs.objective import InfoGraphLoss
-from hardneg.graphs.released import released_local_global_loss
+from hardneg.infograph.objective import InfoGraphLoss
+from hardneg.infograph.released import released_local_global_loss
 from hardneg.modalities import get_modality
 from hardneg.modalities.graphs import GraphBatches
 from hardneg.negatives import Hard
@@ -42,7 +42,7 @@ def _reference_loop(cfg: Any, loss: InfoGraphLoss) -> tuple[np.ndarray, list[flo
     """InfoGraph trained by hand with the pipeline's seeding (weights, batch order, step generators)."""
     from torch_geometric.data import Batch
 
-    graphs = get_modality("graphs")
+    graphs = get_modality("motifs")
     data, _ = graphs.load(cfg)
     model = graphs.build_encoder(cfg, data)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
@@ -109,7 +109,7 @@ def test_resume_ends_where_an_uninterrupted_run_ends(tmp_path: Path) -> None:
 
 
 def _batch(cfg: Any, size: int = 12) -> tuple[Any, Any, Any]:
-    graphs = get_modality("graphs")
+    graphs = get_modality("motifs")
     data, _ = graphs.load(cfg)
     x, x2, labels, indices = graphs.dataset(cfg, data)[list(range(size))]
     assert x.num_graphs == size and x2.numel() == 0 and torch.equal(indices, torch.arange(size))
@@ -149,7 +149,7 @@ def test_labels_reach_the_loss_for_collision_free_negatives(tmp_path: Path) -> N
 
 def test_encoder_and_embeddings_leave_the_global_random_state_alone() -> None:
     cfg = load_config("graphs", TINY)
-    graphs = get_modality("graphs")
+    graphs = get_modality("motifs")
     data, _ = graphs.load(cfg)
     torch.manual_seed(123)
     before = torch.rand(3)

@@ -304,4 +304,4 @@ def test_a_class_smaller_than_the_readout_folds_is_refused_before_training(tmp_p
                                  "train.batch_size=2"])
     expected = r"invalid value for 'eval.cv_folds': .*TOY.*fewer than the 10 folds; got 10"
     with pytest.raises(ConfigError, match=expected):
-        get_modality("graphs").load(cfg)
+        get_modality("motifs").load(cfg)

@@ -233,7 +233,7 @@ def test_each_deprecated_name_warns_and_names_its_replacement(old: str, call: Ca
 
 
 def test_infograph_loss_details_and_deprecated_detailed() -> None:
-    from hardneg.graphs.objective import InfoGraphLoss
+    from hardneg.infograph.objective import InfoGraphLoss
 
     g = torch.Generator().manual_seed(5)
     local, global_ = _rand(g, 7, 4), _rand(g, 3, 4)

@@ -82,7 +82,7 @@ def _stub(cfg: Any) -> tuple[SimpleNamespace, Any, str]:
     if d.dataset == "latent":
         dim = d.latent.input_dim if d.latent.kind == "gaussian" else d.latent.vocab_size
         return SimpleNamespace(inputs=torch.zeros(1, dim)), torch.rand(4, dim, generator=g), f"vector{dim}"
-    if d.dataset in ("graphs", "tu", "molecules"):
+    if d.dataset in ("motifs", "tu", "molecules"):
         from torch_geometric.data import Batch, Data
 
         edges = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])

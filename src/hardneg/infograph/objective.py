@@ -149,7 +149,7 @@ def local_global_detailed(
 ) -> LossOutput:
     """Any :class:`~hardneg.ContrastiveLoss` on a local–global batch: loss (mean over nodes), diagnostics.
 
-    The step of the training pipeline for graphs (``data.dataset: graphs | tu | molecules``) and
+    The step of the training pipeline for graphs (``data.dataset: motifs | tu | molecules``) and
     of :class:`InfoGraphLoss`.
 
     Args:
@@ -203,7 +203,7 @@ class InfoGraphLoss(nn.Module):
     Robinson et al. (ICLR 2021), §5.2 / App. B.2, with the clipping trick of their Fig. 14 for
     the unnormalised scores; ``tau_plus`` debiases it. ``objective=InfoNCE()`` gives the NCE form
     over graphs. The authors' released graph loss differs from the paper's formula; it is
-    available, switch by switch, as :func:`hardneg.graphs.released_local_global_loss`.
+    available, switch by switch, as :func:`hardneg.infograph.released_local_global_loss`.
 
     Args:
         negatives: negative distribution (default uniform).

@@ -19,7 +19,7 @@ debiasing of Chuang et al., NeurIPS 2020) in four ways, each a switch of
   not at β > 0); without it the value is the per-node mean of InfoGraph's form, offset by
   ``2 log 2``.
 
-The default loss of the library is :class:`hardneg.graphs.InfoGraphLoss` (the paper's formula,
+The default loss of the library is :class:`hardneg.infograph.InfoGraphLoss` (the paper's formula,
 debiased with a real τ⁺ and a floor); this function exists so that the published numbers can be
 reproduced, and the effect of each difference measured. In the training pipeline it is the step
 of a graph run with ``data.graphs.released: true`` (all switches on, β = ``loss.negatives.beta``
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hardneg._validation import check_beta, check_in_interval
-from hardneg.graphs.objective import check_local_global
+from hardneg.infograph.objective import check_local_global
 
 __all__ = ["RELEASED_SWITCHES", "released_local_global_loss"]
 

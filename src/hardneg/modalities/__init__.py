@@ -12,7 +12,7 @@ module            ``data.dataset``                            kind              
 ================  ==========================================  ===================  ===================
 ``images``        digits, fashion_mnist, mnist, cifar, ...    two-view             Robinson et al. §5.1
 ``latent``        latent                                      both, by layout      Arora et al. §2
-``graphs``        graphs, tu, molecules                       own step, own eval   Robinson et al. §5.2
+``graphs``        motifs, tu, molecules                       own step, own eval   Robinson et al. §5.2
 ``articles``      articles                                    own step             Ash et al. §4
 ``sentences``     sentences                                   own step, own eval   Robinson et al. §5.3
 ================  ==========================================  ===================  ===================

@@ -24,6 +24,7 @@ member                kind             signature
 ====================  ===============  =====================================================================
 ``name``              class attr.      ``str``: shown in messages and summaries
 ``datasets``          class attr.      ``tuple[str, ...]``: the ``data.dataset`` names it serves
+``dataset_aliases``   class attr.      ``dict[str, str]``: old ``data.dataset`` names → current (deprecated)
 ``encoders``          class attr.      ``tuple[str, ...]``: the ``model.encoder`` names it accepts
 ``section``           class attr.      ``type[DataSection]``: its ``data`` section
 ``eval_section``      class attr.      ``type[EvalSection]``: its ``eval`` section (default ``ReadoutEval``)
@@ -156,17 +157,19 @@ class Modality(ABC, Generic[TrainT, TestT]):
     docstring for the members at a glance); subclass one of its two kinds,
     :class:`TwoViewModality` or :class:`OwnStepModality`.
 
-    Class attributes: ``name`` (shown in messages and summaries), ``datasets`` (the
-    ``data.dataset`` names it serves), ``encoders`` (the ``model.encoder`` names it accepts),
-    ``section`` (its pydantic ``data`` section, a :class:`DataSection`), ``eval_section`` (its
-    pydantic ``eval`` section, an :class:`EvalSection`; default: the engine's readouts,
-    :class:`~hardneg.modalities.readouts.ReadoutEval`) and ``evaluates_itself`` (``True``: its
-    :meth:`evaluate` replaces the engine's readouts, and ``eval_section`` declares the keys of its
-    protocol).
+    Class attributes: ``name`` (shown in messages and summaries), ``datasets`` (the ``data.dataset``
+    names it serves), ``dataset_aliases`` (old name → current name of renamed data sets: still found
+    by :func:`get_modality`, listed nowhere; the modality normalises them and warns), ``encoders``
+    (the ``model.encoder`` names it accepts), ``section`` (its pydantic ``data`` section, a
+    :class:`DataSection`), ``eval_section`` (its pydantic ``eval`` section, an :class:`EvalSection`;
+    default: the engine's readouts, :class:`~hardneg.modalities.readouts.ReadoutEval`) and
+    ``evaluates_itself`` (``True``: its :meth:`evaluate` replaces the engine's readouts, and
+    ``eval_section`` declares the keys of its protocol).
     """
 
     name: ClassVar[str] = ""
     datasets: ClassVar[tuple[str, ...]] = ()
+    dataset_aliases: ClassVar[dict[str, str]] = {}
     encoders: ClassVar[tuple[str, ...]] = ()
     section: ClassVar[type[DataSection]] = DataSection
     eval_section: ClassVar[type[EvalSection]] = ReadoutEval
@@ -311,6 +314,7 @@ def trains_with_own_step(
 
 
 _REGISTRY: dict[str, Modality[Any, Any]] = {}
+_ALIASES: dict[str, Modality[Any, Any]] = {}  # deprecated data.dataset names, listed nowhere
 
 
 def register_modality(modality: Modality[Any, Any]) -> Modality[Any, Any]:
@@ -349,11 +353,16 @@ def register_modality(modality: Modality[Any, Any]) -> Modality[Any, Any]:
         )
     for name in modality.datasets:
         _REGISTRY[name] = modality
+    for old in modality.dataset_aliases:
+        _ALIASES[old] = modality
     return modality
 
 
 def get_modality(name: str) -> Modality[Any, Any]:
-    """The modality of ``data.dataset``; raises ``ValueError`` naming the registered data sets."""
+    """The modality of ``data.dataset`` (or of an old name in its ``dataset_aliases``); raises
+    ``ValueError`` naming the registered data sets."""
+    if name not in _REGISTRY and name in _ALIASES:
+        return _ALIASES[name]
     if name not in _REGISTRY:
         raise ValueError(f"data.dataset must be one of {sorted(_REGISTRY)}, got {name!r}")
     return _REGISTRY[name]

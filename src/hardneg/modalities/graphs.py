@@ -1,7 +1,8 @@
 """Graphs in the training pipeline: InfoGraph with a controllable negative distribution.
 
-``data.dataset`` selects the graphs: ``graphs`` (the embedded synthetic motif family,
-:func:`~hardneg.data.graphs.synthetic.synthetic_motifs`), ``tu`` (a TU data set unpacked as
+``data.dataset`` selects the graphs: ``motifs`` (the embedded synthetic motif family,
+:func:`~hardneg.data.graphs.synthetic.synthetic_motifs`; its 0.2 name ``graphs`` is still accepted,
+with a ``DeprecationWarning``, and checked configs say ``motifs``), ``tu`` (a TU data set unpacked as
 ``data.root/data.name/data.name_A.txt``, …; :func:`~hardneg.data.graphs.tu.read_tu`) or ``molecules``
 (MoleculeACE's ChEMBL sets; :func:`~hardneg.data.graphs.molecules.read_moleculeace`). The modality
 plugs three hooks into the engine (see :mod:`hardneg.modalities.base`):
@@ -10,11 +11,11 @@ plugs three hooks into the engine (see :mod:`hardneg.modalities.base`):
   ``model.width`` = hidden width, ``model.layers`` = GIN layers), initialised from the run's seed
   alone (:func:`~hardneg.models.gin.seeded_infograph_model`);
 - the **step** scores every node against every graph of the batch with the configured
-  :class:`~hardneg.ContrastiveLoss` (:func:`~hardneg.graphs.objective.local_global_detailed`):
+  :class:`~hardneg.ContrastiveLoss` (:func:`~hardneg.infograph.objective.local_global_detailed`):
   Jensen–Shannon / InfoNCE / any registered objective, uniform / hard / OT / K-subsampled
   negatives (Robinson et al., ICLR 2021, §5.2, App. B) — or, with ``data.graphs.released: true``,
   the authors' released loss with all its deviations from the paper
-  (:func:`~hardneg.graphs.released.released_local_global_loss`, β = ``loss.negatives.beta`` for
+  (:func:`~hardneg.infograph.released.released_local_global_loss`, β = ``loss.negatives.beta`` for
   ``hard``, 0 for ``uniform``), to reproduce their numbers beside the paper's formula;
 - the **evaluation** embeds every graph with the final encoder and reports the SVM and
   logistic-regression accuracies of a stratified ``eval.cv_folds``-fold cross-validation with C
@@ -30,11 +31,12 @@ A graph's positives are its own nodes, not a second view: a batch keeps the engi
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import torch
-from pydantic import Field
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from torch import Tensor, nn
 
 from hardneg.config import DataSection
@@ -56,10 +58,10 @@ __all__ = ["GraphBatches", "GraphData", "GraphDataConfig", "Graphs", "load_graph
 
 
 class GraphDataConfig(Section):
-    """``data.graphs`` — which graphs, and which graph loss (``data.dataset: graphs | tu | molecules``)."""
+    """``data.graphs`` — which graphs, and which graph loss (``data.dataset: motifs | tu | molecules``)."""
 
-    num_graphs: int = Field(600, ge=2, description="graphs: number of synthetic graphs")
-    seed: int = Field(0, ge=0, le=2**32 - 1, description="graphs: seed of the synthetic family")
+    num_graphs: int = Field(600, ge=2, description="motifs: number of synthetic graphs")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="motifs: seed of the synthetic family")
     node_attributes: bool = Field(True, description="tu: use NAME_node_attributes.txt when present")
     task: Literal["targets", "activity"] = Field(
         "targets", description="molecules: which target, or active vs not"
@@ -89,21 +91,43 @@ def _eval(cfg: RunConfig) -> GraphEval:
     return cast(GraphEval, cfg.eval)
 
 
+_RENAMED = {"graphs": "motifs"}
+"""Old ``data.dataset`` names of the graph data sets → current names (deprecated; the old ones go in 0.4)."""
+
+
 class GraphData(DataSection):
-    """``data`` of the graph data sets."""
+    """``data`` of the graph data sets; an old data set name (:data:`_RENAMED`) becomes its current
+    one, and the modality's check warns once (:meth:`Graphs.check`)."""
 
     root: str | None = Field(
         None, description="tu: folder holding NAME/NAME_A.txt, ...; molecules: folder of MoleculeACE CSVs"
     )
     name: str | None = Field(None, description="tu: data set name (files root/NAME/NAME_A.txt, ...)")
     graphs: GraphDataConfig = Field(default_factory=GraphDataConfig)
+    _renamed_from: str | None = PrivateAttr(None)
+
+    @field_validator("dataset", mode="before")
+    @classmethod
+    def _current_name(cls, value: Any) -> Any:
+        """``graphs`` → ``motifs``: the checked config (and the run's ``config.yaml``) says the new name."""
+        return _RENAMED.get(value, value) if isinstance(value, str) else value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_old_name(cls, data: Any, handler: Any) -> Any:
+        """Keep the old name the section was given, for the one warning of :meth:`Graphs.check`."""
+        old = data.get("dataset") if isinstance(data, dict) else None
+        section = handler(data)
+        if isinstance(old, str) and old in _RENAMED and isinstance(section, GraphData):
+            section._renamed_from = old
+        return section
 
 
 def load_graph_dataset(cfg: RunConfig) -> GraphDataset:
-    """The graphs of ``data.dataset`` (``graphs``, ``tu`` or ``molecules``; see the module docstring)."""
+    """The graphs of ``data.dataset`` (``motifs``, ``tu`` or ``molecules``; see the module docstring)."""
     d: Any = cfg.data
     g: GraphDataConfig = d.graphs
-    if d.dataset == "graphs":
+    if d.dataset == "motifs":
         from hardneg.data.graphs.synthetic import synthetic_motifs
 
         return synthetic_motifs(num_graphs=g.num_graphs, seed=g.seed)
@@ -150,7 +174,7 @@ def _graphs_source(cfg: RunConfig) -> str:
         return str(tu_file(d.root, d.name, "graph_labels"))
     if d.dataset == "molecules":
         return str(_molecule_folder(d))
-    return f"data.dataset='graphs' (data.graphs.num_graphs={d.graphs.num_graphs})"
+    return f"data.dataset='motifs' (data.graphs.num_graphs={d.graphs.num_graphs})"
 
 
 _INNER_FOLDS = 5  # the inner search for C (InfoGraph's protocol; checked before training)
@@ -265,7 +289,8 @@ class Graphs(OwnStepModality[GraphDataset, GraphDataset]):
     """InfoGraph on graph data sets (see the module docstring): its own step, its own evaluation."""
 
     name = "graphs"
-    datasets = ("graphs", "tu", "molecules")
+    datasets = ("motifs", "tu", "molecules")
+    dataset_aliases = _RENAMED
     encoders = ("gin",)
     section = GraphData
     eval_section = GraphEval
@@ -278,8 +303,14 @@ class Graphs(OwnStepModality[GraphDataset, GraphDataset]):
         (``train.mode`` and ``train.grad_cache_chunk``, which no modality with its own step can
         honour, are checked by the pipeline for all of them; ``eval`` takes the keys of
         :class:`GraphEval` only, so the online kNN's ``eval.every_n_epochs`` is an unknown key.)
+        An old data set name (``data.dataset: graphs``, now ``motifs``) warns here, once.
         """
         d: Any = cfg.data
+        old = getattr(d, "_renamed_from", None)
+        if old is not None:
+            warnings.warn(f"data.dataset: {old!r} is now {_RENAMED[old]!r} (the embedded synthetic motif "
+                          f"family); the old name goes in 0.4", DeprecationWarning, stacklevel=2)
+            d._renamed_from = None  # warned: equal to a section given the new name
         if d.dataset == "tu":
             _check_tu(d)
         if d.dataset == "molecules":
@@ -343,12 +374,12 @@ class Graphs(OwnStepModality[GraphDataset, GraphDataset]):
         local, global_, batch = encoder(x)
         beta = released_beta(cfg)
         if beta is not None:
-            from hardneg.graphs.released import released_local_global_loss
+            from hardneg.infograph.released import released_local_global_loss
             from hardneg.reduction import LossOutput
 
             value = released_local_global_loss(local, global_, batch, beta=beta)
             return LossOutput(loss=value, per_anchor=value.detach().reshape(1))
-        from hardneg.graphs.objective import local_global_detailed
+        from hardneg.infograph.objective import local_global_detailed
 
         return local_global_detailed(loss, local, global_, batch, labels=labels, generator=generator)
 

@@ -16,6 +16,8 @@ structure** separates the classes:
 - nodes are randomly permuted; graph i draws from its own generator seeded by ``(seed, i)``.
 
 Sized like the TU sets of Robinson et al. (ICLR 2021), Fig. 3: hundreds of graphs of 10–50 nodes.
+The training pipeline names it ``data.dataset: motifs`` (the graph modality,
+:mod:`hardneg.modalities.graphs`).
 """
 
 from __future__ import annotations
