@@ -319,6 +319,7 @@ class Hard(NegativeDistribution):
             info=info,
             source=self,
             tilt=None if self.rescale else beta,  # the clipping trick tilts rescaled logits, not s
+            closed_tilt=None if closed is None else beta,
         )
 
     def tile_weights(self) -> TileWeights | None:

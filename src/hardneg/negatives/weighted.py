@@ -50,6 +50,11 @@ class WeightedScores:
         mean_of: how an engine that never forms the (A, N) logits (the tiled engine) computes
             :meth:`mean_of`; ``None``: from the logits.
         max_logit: how such an engine computes :meth:`max_logit`; ``None``: from the logits.
+        closed_tilt: β when ``log_weighted_sum`` is ``lse_j((1+β) s_ij) − lse_j(β s_ij) + log N_i``
+            over the mask with the gradient through the weights (hard weights' closed form), so
+            that an objective may compute it inside its own node
+            (:func:`~hardneg.objectives.debiased_node.tilted_debiased_loss`); ``None``: not known
+            to be. Uniform weights without a given sum are β = 0 (``lse_j s_ij``).
 
     Shapes:
         ``scores`` (A, N); ``log_weights`` (A, N); ``log_weighted_sum``, :meth:`mean_of`,
@@ -72,7 +77,8 @@ class WeightedScores:
     """
 
     __slots__ = (
-        "_log_weights", "_lws", "_max_logit", "_mean_of", "info", "scores", "source", "tilt", "uniform"
+        "_log_weights", "_lws", "_max_logit", "_mean_of", "closed_tilt", "info", "scores", "source", "tilt",
+        "uniform",
     )
 
     def __init__(
@@ -86,16 +92,26 @@ class WeightedScores:
         mean_of: Callable[[Ramp], Tensor] | None = None,
         max_logit: Callable[[], Tensor] | None = None,
         tilt: float | None = None,
+        closed_tilt: float | None = None,
     ) -> None:
         self.scores = scores
         self.uniform = log_weights is None
         self.tilt = 0.0 if tilt is None and log_weights is None else tilt
+        if closed_tilt is None and log_weights is None and log_weighted_sum is None:
+            closed_tilt = 0.0
+        self.closed_tilt = closed_tilt
         self._log_weights: _Lazy = log_weights
         self._lws: _Lazy = log_weighted_sum
         self.info: dict[str, float] = dict(info or {})
         self.source = source
         self._mean_of = mean_of
         self._max_logit = max_logit
+
+    @property
+    def pending_sum(self) -> bool:
+        """Whether :attr:`log_weighted_sum` is not computed yet (an objective with a cheaper route
+        to the same value, :attr:`closed_tilt`, may take it instead)."""
+        return self._lws is None or callable(self._lws)
 
     @property
     def log_weights(self) -> Tensor | None:

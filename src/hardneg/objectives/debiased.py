@@ -11,10 +11,10 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-from hardneg._constants import constant
 from hardneg._validation import check_in_interval
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective, log1mexp
+from hardneg.objectives.debiased_node import debiased_grads, debiased_terms, tilted_debiased_loss
 from hardneg.objectives.prior import TauPlusEstimator
 
 __all__ = ["Debiased", "debiased_log_negative", "log_positive_mean"]
@@ -107,25 +107,16 @@ class _DebiasedLoss(torch.autograd.Function):
     def forward(
         ctx: FunctionCtx, lws: Tensor, positive: Tensor, log_n: Tensor, tau_plus: float, temperature: float
     ) -> Tensor:
-        # the numbers as cached 0-dim tensors (hardneg._constants): the same values, fewer µs
-        floor = log_n - constant(1.0 / temperature, log_n)
-        d = constant(math.log(tau_plus), log_n) + log_n + positive - lws
-        minus_inf = constant(float("-inf"), d)
-        log_num = torch.where(d < constant(0.0, d), lws + log1mexp(d), minus_inf)
-        log_num = log_num - constant(math.log1p(-tau_plus), d)
-        y = torch.maximum(log_num, floor) - positive
-        ctx.save_for_backward(y, d, log_num <= floor)
+        y, d, active = debiased_terms(lws, positive, log_n, tau_plus, temperature)
+        ctx.save_for_backward(y, d, active)
         return F.softplus(y)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, None]:
         y, d, active = ctx.saved_tensors  # type: ignore[attr-defined]
-        g = grad * torch.sigmoid(y)
-        h = g / torch.expm1(d).neg_()  # g / (1 − e^d); read only where d < 0 (the floor not binding)
         needs = ctx.needs_input_grad  # type: ignore[attr-defined]
-        grad_lws = torch.where(active, constant(0.0, h), h) if needs[0] else None
-        grad_pos = torch.where(active, g, h).neg_() if needs[1] else None
+        grad_lws, grad_pos = debiased_grads(grad, y, d, active, needs)
         return grad_lws, grad_pos, None, None, None
 
 
@@ -261,6 +252,9 @@ class Debiased(Objective):
             self.estimator.update(s.positive, s.logits, s.mask)
         tau_plus = self.tau_plus
         if s.positive_mask is None and tau_plus > 0.0 and not torch.compiler.is_compiling():
+            if weighted.closed_tilt is not None and weighted.pending_sum and s.small_dense():
+                # small matrix: the weighted sum, the debiased term and its backward in one node
+                return tilted_debiased_loss(s, beta=weighted.closed_tilt, tau_plus=tau_plus)
             # one positive: one autograd node with the same values (a traced graph fuses anyway)
             out: Tensor = _DebiasedLoss.apply(
                 weighted.log_weighted_sum, s.positive, s.log_num_valid(), tau_plus, s.temperature

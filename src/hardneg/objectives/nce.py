@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from hardneg._validation import check_positive
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
+from hardneg.scores import Scores
 
-__all__ = ["InfoNCE", "info_nce"]
+__all__ = ["InfoNCE", "info_nce", "uniform_cross_entropy"]
 
 
 def info_nce(
@@ -49,6 +51,44 @@ def info_nce(
             raise ValueError("num_valid must be given (the N_i of each anchor) with q, got None")
         log_neg = log_neg + math.log(q) - num_valid.log()
     return F.softplus(log_neg - positive)
+
+
+def uniform_cross_entropy(scores: Scores) -> Tensor:
+    r"""SimCLR's NT-Xent as a cross-entropy when the positive is one of the candidates (Scores with
+    ``positive_index`` and ``positive_fill``, SimCLR's layout): per anchor
+
+        L_i = −log softmax_j(s_ij + f_ij)[p_i] = lse_{j valid or j = p_i}(s_ij) − s_{i p_i},
+
+    with ``f`` = ``positive_fill`` (0 on the valid negatives and the positive column ``p_i``).
+    Equal to :func:`info_nce` with uniform weights and ``Q = N_i``,
+    ``softplus(lse_{j valid} s_ij − s⁺_i)``, up to rounding (here ``s⁺_i`` is read from the logit
+    matrix, not from the row dot product); one ``log_softmax`` and one ``nll_loss`` (ATen's CPU
+    ``logsumexp`` costs several times a ``log_softmax`` on small matrices), whose backward is
+    the softmax minus the one-hot of the positive. :class:`InfoNCE` takes it for uniform weights
+    on matrices of at most :data:`~hardneg._lse.DENSE_LSE_MAX` entries (:meth:`Scores.small_dense`).
+
+    Args:
+        scores: the scores, with ``positive_index`` and ``positive_fill``.
+
+    Shapes:
+        ``scores`` (A, N) → (A,).
+
+    References:
+        Chen, Kornblith, Norouzi, Hinton, *A Simple Framework for Contrastive Learning of Visual
+        Representations*, ICML 2020, eq. (1) (NT-Xent as a softmax over the 2B − 1 other views).
+
+    Example:
+        >>> import torch
+        >>> from hardneg.scores import simclr_scores
+        >>> s = simclr_scores(torch.randn(4, 8), torch.randn(4, 8), temperature=0.5)
+        >>> lse = s.masked_logits().logsumexp(dim=1)
+        >>> bool(torch.allclose(uniform_cross_entropy(s), F.softplus(lse - s.positive), atol=1e-6))
+        True
+    """
+    if scores.positive_fill is None or scores.positive_index is None:
+        raise ValueError("scores must carry positive_index and positive_fill (SimCLR's layout), got None")
+    log_p = F.log_softmax(scores.logits + scores.positive_fill, dim=1)
+    return F.nll_loss(log_p, scores.positive_index, reduction="none")
 
 
 class InfoNCE(Objective):
@@ -89,6 +129,9 @@ class InfoNCE(Objective):
 
     def forward(self, weighted: WeightedScores) -> Tensor:
         s = weighted.scores
+        if self.q is None and weighted.closed_tilt == 0.0 and weighted.pending_sum and s.small_dense():
+            if s.positive_fill is not None and not torch.compiler.is_compiling():
+                return uniform_cross_entropy(s)  # SimCLR's layout: one log_softmax, no logsumexp
         # N_i only with a fixed Q: with Q = N_i it cancels (no count is converted per call)
         num_valid = None if self.q is None else s.num_valid()
         return info_nce(weighted.log_weighted_sum, s.positive, num_valid, q=self.q)

@@ -523,6 +523,8 @@ def simclr_layout(
         valid_counts=constants.counts,
         nonempty=True,  # 2B − 2 ≥ 2 negatives per anchor
         fill=constants.fill,
+        positive_index=constants.partner,  # InfoNCE's cross-entropy form (hardneg.objectives.nce)
+        positive_fill=constants.partner_fill,
     )
     return scores.with_counts(constants.num_valid, constants.log_num_valid)
 
@@ -530,13 +532,17 @@ def simclr_layout(
 class SimCLRConstants(NamedTuple):
     """What SimCLR's layout at one (B, dtype, device) needs besides the embeddings: the (2B, 2B)
     mask (:func:`simclr_mask`), its additive form ``fill`` (0 valid, −inf invalid), the int32
-    counts (:func:`simclr_counts`), and ``N_i = 2B − 2`` and ``log N_i`` in the logits' dtype."""
+    counts (:func:`simclr_counts`), ``N_i = 2B − 2`` and ``log N_i`` in the logits' dtype, each
+    view's partner ``(i + B) mod 2B`` (int64) and ``partner_fill``, the additive mask of the valid
+    negatives and the partner (``−inf`` on the diagonal only)."""
 
     mask: Tensor
     fill: Tensor
     counts: Tensor
     num_valid: Tensor
     log_num_valid: Tensor
+    partner: Tensor
+    partner_fill: Tensor
 
 
 @functools.lru_cache(maxsize=8)
@@ -550,7 +556,7 @@ def simclr_constants(b: int, dtype: torch.dtype, device: torch.device) -> SimCLR
         device: where the constants live.
 
     Shapes:
-        mask and fill (2B, 2B); counts, num_valid and log_num_valid (2B,).
+        mask, fill and partner_fill (2B, 2B); counts, num_valid, log_num_valid and partner (2B,).
 
     References:
         Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1) (the 2B − 2 negatives of each view).
@@ -564,7 +570,9 @@ def simclr_constants(b: int, dtype: torch.dtype, device: torch.device) -> SimCLR
     counts = simclr_counts(b, device)
     fill = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill_(~mask, float("-inf"))
     num_valid = counts.to(dtype)
-    return SimCLRConstants(mask, fill, counts, num_valid, num_valid.log())
+    partner = (torch.arange(2 * b, device=device) + b) % (2 * b)
+    partner_fill = torch.zeros(mask.shape, dtype=dtype, device=device).fill_diagonal_(float("-inf"))
+    return SimCLRConstants(mask, fill, counts, num_valid, num_valid.log(), partner, partner_fill)
 
 
 def prepare_pair(

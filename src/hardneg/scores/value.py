@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
+from hardneg._lse import DENSE_LSE_MAX
+
 __all__ = ["Scores", "count_valid", "same_label"]
 
 
@@ -35,6 +37,12 @@ class Scores:
         fill: optional additive form of ``mask`` in the logits' dtype (0 where valid, ``−inf``
             elsewhere), given by layouts that reuse one mask (cached with it): the masked logits
             are then one addition, whose backward is free, instead of a ``masked_fill``.
+        positive_index: optional (A,) int64 column of each anchor's positive among the candidates,
+            when the positive is one of them (SimCLR's layout: the partner view); its logit is
+            ``s⁺_i`` up to rounding. Given with ``positive_fill`` by layouts that know it.
+        positive_fill: optional additive mask (A, N) of the valid negatives **and** the positive
+            column (0 there, ``−inf`` elsewhere): InfoNCE with uniform weights is then a
+            cross-entropy over ``logits + positive_fill`` (:class:`~hardneg.objectives.InfoNCE`).
 
     Shapes:
         - ``positive``: (A,) positive logits ``s⁺_i``.
@@ -81,6 +89,8 @@ class Scores:
     valid_counts: Tensor | None = field(default=None, repr=False, compare=False)
     nonempty: bool = field(default=False, repr=False, compare=False)
     fill: Tensor | None = field(default=None, repr=False, compare=False)
+    positive_index: Tensor | None = field(default=None, repr=False, compare=False)
+    positive_fill: Tensor | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_anchors(self) -> int:
@@ -136,7 +146,11 @@ class Scores:
                 f"mask must be a bool tensor of shape {tuple(self.logits.shape)}, "
                 f"got {mask.dtype} of shape {tuple(mask.shape)}"
             )
-        return replace(self, mask=mask, valid_counts=None, nonempty=False, fill=None)
+        # the additive masks and the positive's column describe the old mask: cleared
+        return replace(
+            self, mask=mask, valid_counts=None, nonempty=False, fill=None, positive_index=None,
+            positive_fill=None,
+        )
 
     @classmethod
     def streamed(
@@ -165,6 +179,18 @@ class Scores:
             anchor_labels=anchor_labels,
             candidate_labels=candidate_labels,
             valid_counts=valid_counts.to(torch.int32),
+        )
+
+    def small_dense(self) -> bool:
+        """Whether these scores take the small-matrix route of the objectives (ATen's dense
+        operators and one-node closed forms): an additive mask (``fill``), every row non-empty
+        (``nonempty``), one positive per anchor and at most :data:`~hardneg._lse.DENSE_LSE_MAX`
+        entries (B = 128 in SimCLR's layout)."""
+        return (
+            self.fill is not None
+            and self.nonempty
+            and self.positive_mask is None
+            and self.logits.numel() <= DENSE_LSE_MAX
         )
 
     def masked_logits(self) -> Tensor:
