@@ -55,7 +55,7 @@ class JensenShannon(Objective):
     the negative term is debiased (:func:`debiased_softplus_negative`): the JSD counterpart of
     Robinson et al.'s eq. (4), with τ⁺ the class prior. InfoGraph's code subtracts the constant
     ``2 log 2`` (set ``subtract_log4=True`` to match its values). Use a temperature of 1 (the
-    discriminator's raw score). For graphs see :class:`hardneg.graphs.InfoGraphLoss`.
+    discriminator's raw score). For graphs see :class:`hardneg.infograph.InfoGraphLoss`.
 
     Args:
         tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased estimator (0: not debiased).
