@@ -126,7 +126,7 @@ def command_for(claim: Claim, budget: str, out: Path) -> str:
 
 def _missing(cfg: Any) -> str | None:
     """Why ``cfg``'s experiment cannot run here (its data or its device), or ``None``."""
-    from hardneg.pipeline.experiment import load_data
+    from hardneg.modalities import get_modality  # not pipeline.experiment: no Lightning to reuse runs
 
     if cfg.train.accelerator == "gpu":
         import torch
@@ -134,7 +134,7 @@ def _missing(cfg: Any) -> str | None:
         if not torch.cuda.is_available():
             return "needs a GPU (none here; --device cpu runs it on the CPU, for days)"
     try:
-        load_data(cfg)
+        get_modality(cfg.data.dataset).load(cfg)
     except (OSError, ConfigError) as err:
         return f"needs its data ({' '.join(str(err).split())})"
     return None
