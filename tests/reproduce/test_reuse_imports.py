@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = '''
 import json, sys
 from dataclasses import replace
@@ -46,3 +48,26 @@ def test_a_fully_reused_reproduction_imports_no_lightning_and_rewrites_no_run(tm
     assert _reproduce(out) == {"lightning": False}
     assert {p: p.stat().st_mtime_ns for p in files} == stamps  # nothing trained or measured again
     assert (out / "small" / "claims-only-collision-free-helps+arora-prop-6-2-holds.md").is_file()
+
+
+def test_only_data_installed_apart_is_loaded_to_see_whether_an_experiment_can_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Embedded data (motifs, latent, digits) is always there: loading it to check would import
+    PyTorch Geometric for the motifs on every reused make run (about 3 s)."""
+    from hardneg import modalities
+    from hardneg.reproduce.claims import EXPERIMENTS
+    from hardneg.reproduce.run import _missing, experiment_config
+
+    loaded: list[str] = []
+
+    class Loader:
+        def load(self, cfg: object) -> None:
+            loaded.append(cfg.data.dataset)  # type: ignore[attr-defined]
+            raise OSError("not installed")
+
+    graphs, fmnist = (experiment_config(EXPERIMENTS[e], "small") for e in ("graphs", "fashion_mnist"))
+    monkeypatch.setattr(modalities, "get_modality", lambda name: Loader())
+    assert _missing(graphs, EXPERIMENTS["graphs"].needs) is None and loaded == []
+    assert _missing(fmnist, EXPERIMENTS["fashion_mnist"].needs) == "needs its data (not installed)"
+    assert loaded == ["fashion_mnist"]

@@ -127,6 +127,7 @@ def source_digest() -> str:
     return h.hexdigest()
 
 
+@lru_cache(maxsize=4096)
 def _module_file(name: str) -> Path:
     """The source file of the :mod:`hardneg` module ``name`` (found without importing it)."""
     rel = _PACKAGE_ROOT.joinpath(*name.split(".")[1:])

@@ -124,8 +124,10 @@ def command_for(claim: Claim, budget: str, out: Path) -> str:
     return shlex.join(args)
 
 
-def _missing(cfg: Any) -> str | None:
-    """Why ``cfg``'s experiment cannot run here (its data or its device), or ``None``."""
+def _missing(cfg: Any, needs: str | None) -> str | None:
+    """Why ``cfg``'s experiment cannot run here (its data or its device), or ``None``. Only data an
+    experiment ``needs`` (installed apart) is loaded to see: embedded data is always there, and
+    loading it would import what a reused run never needs (PyTorch Geometric for the motifs)."""
     from hardneg.modalities import get_modality  # not pipeline.experiment: no Lightning to reuse runs
 
     if cfg.train.accelerator == "gpu":
@@ -133,6 +135,8 @@ def _missing(cfg: Any) -> str | None:
 
         if not torch.cuda.is_available():
             return "needs a GPU (none here; --device cpu runs it on the CPU, for days)"
+    if needs is None:
+        return None
     try:
         get_modality(cfg.data.dataset).load(cfg)
     except (OSError, ConfigError) as err:
@@ -430,7 +434,7 @@ def run_reproduce(
         mine = [c for c in claims if c.experiment == exp_id]
         exp = EXPERIMENTS[exp_id]
         cfg = experiment_config(exp, budget, data=data, device=device)
-        why = _missing(cfg)
+        why = _missing(cfg, exp.needs)
         ran = exp.needs or cfg.data.dataset
         if why is not None and exp.fallback is not None:
             echo(f"reproduce: {exp.id} {why}; running the embedded fallback {exp.fallback!r}")
@@ -438,7 +442,7 @@ def run_reproduce(
             install = {"install": f"{exp.id}: {exp.install}"} if exp.install else {}
             exp = EXPERIMENTS[exp.fallback]
             cfg = experiment_config(exp, budget, device=device)
-            why = _missing(cfg)
+            why = _missing(cfg, exp.needs)
         if why is not None:
             rows += [_row(c, verdict="not run here", setting=why, data=exp.needs or "",
                           command=command_for(c, budget, root)) for c in mine]
