@@ -162,3 +162,20 @@ def test_a_new_mask_leaves_the_small_routes() -> None:
     t = s.with_mask(s.mask.clone())
     assert t.fill is None and t.positive_fill is None and t.positive_index is None
     assert not t.small_dense()
+
+
+def test_the_cached_simclr_constants_keep_no_logits_sized_tensor_above_the_small_route() -> None:
+    """The additive masks pay only on the small route; cached at B = 4096 they held 2 × 256 MiB for
+    as long as the process lived (peak of a materialised hard fwd+bwd: 1 607 MiB, 1 096 MiB without)."""
+    import torch
+
+    from hardneg._lse import DENSE_LSE_MAX
+    from hardneg.scores.layouts import simclr_constants
+
+    small = simclr_constants(64, torch.float32, torch.device("cpu"))
+    assert small.fill is not None and small.partner_fill is not None and small.partner is not None
+    b = 200  # (2B)² = 160 000 entries > DENSE_LSE_MAX
+    assert (2 * b) ** 2 > DENSE_LSE_MAX
+    large = simclr_constants(b, torch.float32, torch.device("cpu"))
+    assert large.fill is None and large.partner_fill is None and large.partner is None
+    assert large.mask.shape == (2 * b, 2 * b) and large.num_valid.shape == (2 * b,)

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from hardneg._constants import constant
+from hardneg._lse import DENSE_LSE_MAX
 from hardneg._validation import (
     check_embeddings,
     check_finite_tensor,
@@ -534,15 +535,20 @@ class SimCLRConstants(NamedTuple):
     mask (:func:`simclr_mask`), its additive form ``fill`` (0 valid, −inf invalid), the int32
     counts (:func:`simclr_counts`), ``N_i = 2B − 2`` and ``log N_i`` in the logits' dtype, each
     view's partner ``(i + B) mod 2B`` (int64) and ``partner_fill``, the additive mask of the valid
-    negatives and the partner (``−inf`` on the diagonal only)."""
+    negatives and the partner (``−inf`` on the diagonal only).
+
+    The two additive (2B, 2B) masks save operators only on small matrices, the route of
+    :meth:`~hardneg.scores.Scores.small_dense` (at most :data:`~hardneg._lse.DENSE_LSE_MAX`
+    entries): above it they are ``None`` (the mask is applied by ``masked_fill``, the same values),
+    so the cache never keeps a logits-sized tensor (256 MiB each at B = 4096)."""
 
     mask: Tensor
-    fill: Tensor
+    fill: Tensor | None
     counts: Tensor
     num_valid: Tensor
     log_num_valid: Tensor
-    partner: Tensor
-    partner_fill: Tensor
+    partner: Tensor | None
+    partner_fill: Tensor | None
 
 
 @functools.lru_cache(maxsize=8)
@@ -556,7 +562,8 @@ def simclr_constants(b: int, dtype: torch.dtype, device: torch.device) -> SimCLR
         device: where the constants live.
 
     Shapes:
-        mask, fill and partner_fill (2B, 2B); counts, num_valid, log_num_valid and partner (2B,).
+        mask, fill and partner_fill (2B, 2B); counts, num_valid, log_num_valid and partner (2B,);
+        fill, partner and partner_fill ``None`` above ``DENSE_LSE_MAX`` entries.
 
     References:
         Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1) (the 2B − 2 negatives of each view).
@@ -568,8 +575,10 @@ def simclr_constants(b: int, dtype: torch.dtype, device: torch.device) -> SimCLR
     """
     mask = simclr_mask(b, device)
     counts = simclr_counts(b, device)
-    fill = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill_(~mask, float("-inf"))
     num_valid = counts.to(dtype)
+    if mask.numel() > DENSE_LSE_MAX:  # large: no logits-sized constant kept (see SimCLRConstants)
+        return SimCLRConstants(mask, None, counts, num_valid, num_valid.log(), None, None)
+    fill = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill_(~mask, float("-inf"))
     partner = (torch.arange(2 * b, device=device) + b) % (2 * b)
     partner_fill = torch.zeros(mask.shape, dtype=dtype, device=device).fill_diagonal_(float("-inf"))
     return SimCLRConstants(mask, fill, counts, num_valid, num_valid.log(), partner, partner_fill)
