@@ -10,14 +10,51 @@ as the cached tensor already is. At small batches a call is a few dozen such ope
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
 
-__all__ = ["constant"]
+__all__ = ["cached_tensors", "constant"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-@functools.lru_cache(maxsize=256)
+def cached_tensors(maxsize: int) -> Callable[[F], F]:
+    """``functools.lru_cache(maxsize)`` for functions that make tensors, made outside inference mode.
+
+    A tensor first made under ``torch.inference_mode()`` (an evaluation, Lightning's validation) is
+    an inference tensor; cached and later saved for a backward pass (``nll_loss`` saves its target,
+    ``mul`` its other operand) it fails with "Inference tensors cannot be saved for backward". The
+    wrapped function therefore always runs with inference mode off: its tensors serve both.
+
+    Args:
+        maxsize: the cache's size.
+
+    Example:
+        >>> @cached_tensors(4)
+        ... def ones(n: int) -> Tensor:
+        ...     return torch.ones(n)
+        >>> with torch.inference_mode():
+        ...     made = ones(2)
+        >>> made.is_inference(), ones(2) is made
+        (False, True)
+    """
+
+    def wrap(function: F) -> F:
+        @functools.lru_cache(maxsize=maxsize)
+        @functools.wraps(function)
+        def made(*args: Any, **kwargs: Any) -> Any:
+            with torch.inference_mode(False):
+                return function(*args, **kwargs)
+
+        return made  # type: ignore[return-value]
+
+    return wrap
+
+
+@cached_tensors(256)
 def _cached(value: float, dtype: torch.dtype, device: torch.device) -> Tensor:
     return torch.tensor(value, dtype=dtype, device=device)
 

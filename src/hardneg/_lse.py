@@ -10,14 +10,13 @@ is what decides the cost of a call at small batches.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from hardneg._constants import constant
+from hardneg._constants import cached_tensors, constant
 
 __all__ = ["DENSE_LSE_MAX", "masked_logsumexp", "masked_tilted_lse", "tilt_pair"]
 
@@ -81,7 +80,7 @@ def _masked(x: Tensor, mask: Tensor, fill: Tensor | None) -> Tensor:
     return x + fill if fill is not None else x.masked_fill(~mask, float("-inf"))
 
 
-@functools.lru_cache(maxsize=64)
+@cached_tensors(64)
 def tilt_pair(a: float, b: float, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``[a, b]`` as a (2, 1, 1) tensor: ``x * tilt_pair(a, b, …)`` is both tilts of an (A, N) ``x``
     at once, each entry the product ``a·x_ij`` (``b·x_ij``) bit for bit. Cached (a β schedule

@@ -97,7 +97,7 @@ def test_compare_lists_what_it_wrote_and_each_run_s_evaluation_time(tmp_path) ->
     listed = next(line for line in result.output.splitlines() if line.startswith("results:"))
     assert "figures" not in listed and "summary.md" in listed  # eval.figures=false: no figure written
     assert not (out / "figures").exists()
-    assert "# Compare `graphs_compare` on graphs" in (out / "summary.md").read_text()
+    assert "# Compare `graphs_compare` on motifs" in (out / "summary.md").read_text()
 
 
 def test_version_and_help_read_plainly() -> None:

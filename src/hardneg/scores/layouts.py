@@ -16,7 +16,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from hardneg._constants import constant
+from hardneg._constants import cached_tensors, constant
 from hardneg._lse import DENSE_LSE_MAX
 from hardneg._validation import (
     check_embeddings,
@@ -235,7 +235,7 @@ def _prepare_one(
     return [(x / n, unit_norms(x.shape[0], dtype, x.device))]
 
 
-@functools.lru_cache(maxsize=16)
+@cached_tensors(16)
 def unit_norms(rows: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """(rows,) ones: the norms of normalised rows, one cached constant per shape (never modified
     in place; a traced graph (``torch.compile``) never takes this path).
@@ -339,7 +339,7 @@ def _simclr_mask(b: int, device: torch.device, *, rank: int = 0, world_size: int
     return mask
 
 
-@functools.lru_cache(maxsize=8)
+@cached_tensors(8)
 def simclr_mask(b: int, device: torch.device, *, rank: int = 0, world_size: int = 1) -> Tensor:
     """(2B, 2B·W) validity mask of SimCLR's layout: local view ``i`` is candidate ``rank·2B + i``
     and its other view is candidate ``rank·2B + (i + B) mod 2B``; both are invalid.
@@ -356,7 +356,7 @@ def _simclr_counts(b: int, device: torch.device) -> Tensor:
     return torch.full((2 * b,), 2 * b - 2, dtype=torch.int32, device=device)
 
 
-@functools.lru_cache(maxsize=8)
+@cached_tensors(8)
 def simclr_counts(b: int, device: torch.device) -> Tensor:
     """(2B,) int32 valid-negative counts of SimCLR's single-process layout: 2B − 2 each.
     Cached, as :func:`simclr_mask`; never modified in place."""
@@ -551,7 +551,7 @@ class SimCLRConstants(NamedTuple):
     partner_fill: Tensor | None
 
 
-@functools.lru_cache(maxsize=8)
+@cached_tensors(8)
 def simclr_constants(b: int, dtype: torch.dtype, device: torch.device) -> SimCLRConstants:
     """:class:`SimCLRConstants` of B views per side, made once per (B, dtype, device) and cached
     (never modified in place): a call of the layout then builds no mask and converts no count.
