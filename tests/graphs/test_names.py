@@ -22,16 +22,9 @@ from hardneg.modalities.graphs import Graphs, load_graph_dataset
 from hardneg.pipeline.config import dump_yaml, load_config
 from hardneg.pipeline.experiment import train_run
 
-TINY = [  # tests/graphs/test_training.py's tiny run, one epoch
-    "data.graphs.num_graphs=40",
-    "train.epochs=1",
-    "train.batch_size=16",
-    "train.threads=1",
-    "train.progress=false",
-    "eval.cv_folds=3",
-    "eval.logistic=false",
-    "eval.figures=false",
-]
+from .helpers import TINY as GRAPH_TINY
+
+TINY = [*GRAPH_TINY, "train.epochs=1"]  # the graph tests' tiny run, one epoch
 OLD_DATA = "data.dataset: 'graphs' is now 'motifs'"
 ROOT = Path(__file__).resolve().parents[2]
 

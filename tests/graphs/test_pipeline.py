@@ -14,18 +14,10 @@ from hardneg.config import ConfigError
 from hardneg.pipeline.config import load_config
 from hardneg.pipeline.experiment import train_run
 
+from .helpers import TINY
+
 pytest.importorskip("torch_geometric")
 
-TINY = [
-    "data.graphs.num_graphs=40",
-    "train.epochs=2",
-    "train.batch_size=16",
-    "train.threads=1",
-    "train.progress=false",
-    "eval.cv_folds=3",
-    "eval.logistic=false",
-    "eval.figures=false",
-]
 
 
 def _write_tu(root: Path, name: str, num_graphs: int = 24) -> None:

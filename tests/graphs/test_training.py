@@ -26,16 +26,7 @@ from hardneg.pipeline.config import load_config
 from hardneg.pipeline.experiment import evaluate_run, thread_limits, train_run
 from hardneg.seeding import step_generator
 
-TINY = [
-    "data.graphs.num_graphs=40",
-    "train.epochs=2",
-    "train.batch_size=16",
-    "train.threads=1",
-    "train.progress=false",
-    "eval.cv_folds=3",
-    "eval.logistic=false",
-    "eval.figures=false",
-]
+from .helpers import TINY
 
 
 def _reference_loop(cfg: Any, loss: InfoGraphLoss) -> tuple[np.ndarray, list[float]]:
