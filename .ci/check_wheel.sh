@@ -41,8 +41,8 @@ EOF
 
 step "a fresh venv: $TORCH first, then the wheel with its core dependencies"
 python3 -m venv "$tmp/venv"
-"$tmp/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$TORCH"
-"$tmp/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel" "$TORCH"
+"$tmp/venv/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check "$TORCH"
+"$tmp/venv/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check "$wheel" "$TORCH"
 "$tmp/venv/bin/python" - <<'EOF'
 import importlib.metadata as md
 names = sorted(d.metadata["Name"].lower() for d in md.distributions())
