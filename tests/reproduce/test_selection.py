@@ -51,3 +51,20 @@ def test_the_rule_takes_the_first_candidate_on_a_tie_and_refuses_a_missing_one()
     assert sel.choose({"a": 0.5, "b": 0.7, "c": 0.7}) == "b"
     with pytest.raises(ValueError, match=r"no svm_cv for candidates \['c'\]"):
         sel.choose({"a": 0.5, "b": 0.7})
+
+
+def test_the_selection_runs_on_the_data_the_user_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--data fashion_mnist=DIR`` reaches the selection's runs too, not only the claim's."""
+    from dataclasses import replace
+
+    seen: list[Any] = []
+    monkeypatch.setattr(groups, "run_compare", _fake_compare({"h1": [0.5], "h6": [0.6]}, seen))
+    beta = {"h1": 1.0, "h6": 6.0}
+    cands = {k: {"loss.negatives": {"name": "hard", "beta": b}} for k, b in beta.items()}
+    exp = replace(EXPERIMENTS["fashion_mnist"],
+                  selection=Selection("hard", cands, "svm_cv", {"small": {"compare.seeds": [100]}}))
+    root = tmp_path / "fmnist"
+    chosen, _ = select_setting(exp, "small", tmp_path, data={"fashion_mnist": str(root)}, echo=lambda _: None)
+    (cfg, _folder), = seen
+    assert str(cfg.data.root) == str(root)
+    assert chosen.strategies["hard"]["loss.negatives"]["beta"] == 6.0

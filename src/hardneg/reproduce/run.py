@@ -146,14 +146,15 @@ def _missing(cfg: Any, needs: str | None) -> str | None:
 
 def select_setting(
     exp: Experiment, budget: str, root: Path, *, force: bool = False, device: str | None = None,
-    echo: Callable[[str], None] = print,
+    data: Mapping[str, str] | None = None, echo: Callable[[str], None] = print,
 ) -> tuple[Experiment, dict[str, str]]:
     """``exp`` with its :class:`~hardneg.reproduce.claims.Selection` applied at ``budget``.
 
     Runs the candidates on the selection's independent draw (a ``hardneg compare`` in
-    ``root/budget/<exp.id>-selection``, reused like any other), picks the candidate by the paper's
-    rule and returns the experiment whose ``strategy`` takes the chosen overrides, with
-    ``{"selection": "<what was chosen, from which means>"}`` for the report.
+    ``root/budget/<exp.id>-selection``, reused like any other; ``data``: data set → root folder, as
+    for the experiment itself), picks the candidate by the paper's rule and returns the experiment
+    whose ``strategy`` takes the chosen overrides, with ``{"selection": "<what was chosen, from which
+    means>"}`` for the report.
     """
     from hardneg.pipeline.groups import run_compare
 
@@ -161,7 +162,7 @@ def select_setting(
     assert sel is not None
     picked = replace(exp, id=f"{exp.id}-selection", strategies=sel.candidates, selection=None,
                      budgets={budget: {**exp.budgets[budget], **sel.budgets[budget]}})
-    cfg = experiment_config(picked, budget, device=device)
+    cfg = experiment_config(picked, budget, data=data, device=device)
     folder = root / budget / picked.id
     echo(f"reproduce: {picked.id} ({len(sel.candidates)} candidates for {sel.strategy!r} x "
          f"{len(cfg.compare.seeds)} seeds, {cfg.train.epochs} epochs) -> {folder}")
@@ -451,7 +452,8 @@ def run_reproduce(
         folder = root / budget / exp.id
         try:
             if exp.selection is not None and budget in exp.selection.budgets:
-                exp, chosen = select_setting(exp, budget, root, force=force, device=device, echo=echo)
+                exp, chosen = select_setting(exp, budget, root, force=force, device=device, data=data,
+                                             echo=echo)
                 cfg = experiment_config(exp, budget, data=data, device=device)
             echo(f"reproduce: {exp.id} ({len(exp.strategies)} strategies x {len(cfg.compare.seeds)} seeds, "
                  f"{cfg.train.epochs} epochs) -> {folder}")
