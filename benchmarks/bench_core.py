@@ -19,6 +19,11 @@ the diagonal set to −inf, ``F.cross_entropy`` with the partner's index):
 - the operators of one call at B = 64 (torch.profiler): aten operators and host reads
   (``aten::item`` / ``aten::_local_scalar_dense``), SimCLR and hard + debiased.
 
+``--per-call --compiled`` adds ``torch.compile`` (Inductor; on a CPU it needs a C++ compiler) of
+SimCLR and of hard + debiased at B ≤ 256, where the materialised engine runs: the compiled loss
+against the eager hand-written NT-Xent and the eager SimCLR, after a check that the compiled value
+equals the eager one (about 10 s of compilation per shape and loss, once).
+
 ``--per-call --ref REV`` measures a before/after in **one process**: the ``src/hardneg`` of git
 revision ``REV`` is exported to a temporary folder as the package ``hardneg_ref`` (its absolute
 imports renamed, :func:`import_ref`) and every ratio is printed for both, the two versions'
@@ -39,7 +44,7 @@ every B, 4096 included; its hard + debiased / SimCLR at B = 4096 is the number t
 on the values.)
 
 Usage: ``python benchmarks/bench_core.py [--sizes 256 512 1024 4096] [--repeats 7]``,
-``python benchmarks/bench_core.py --per-call [--calls 200] [--ref HEAD]``
+``python benchmarks/bench_core.py --per-call [--calls 200] [--ref HEAD] [--compiled]``
 """
 
 from __future__ import annotations
@@ -170,12 +175,28 @@ def import_ref(rev: str) -> object:
     return importlib.import_module("hardneg_ref")
 
 
-def per_call_ratios(repeats: int, ref: object | None = None) -> list[tuple[str, int, int, float, float]]:
+def compiled_cases(simclr: object, hard: object) -> dict[str, object]:
+    """``torch.compile`` (Inductor, static shapes) of the two losses after ``torch._dynamo.reset()``:
+    one graph for one shape, as a training loop of one batch size gets (with the graphs of several
+    shapes cached, each call would test their guards in turn, a cost a training loop does not pay)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    return {
+        "simclr_compiled": torch.compile(simclr, dynamic=False),
+        "hard_compiled": torch.compile(hard, dynamic=False),
+    }
+
+
+def per_call_ratios(
+    repeats: int, ref: object | None = None, compiled: bool = False
+) -> list[tuple[str, int, int, float, float]]:
     """(ratio name, B, d, ratio, denominator µs): the median over ``repeats`` rounds of the
     per-round ratio of two fwd+bwd calls made back to back (their order rotates from round to
     round), and the denominator's median time (the first ratio's denominator: the hand-written
     NT-Xent). With ``ref`` (:func:`import_ref`) the reference version's SimCLR and hard +
-    debiased run in the same rounds: rows ``…(ref)`` and ``after/before``."""
+    debiased run in the same rounds: rows ``…(ref)`` and ``after/before``. With ``compiled``
+    (:func:`compiled_cases`) the compiled losses run in the same rounds at B ≤ 256."""
     simclr, hard = make_cases()["simclr"], make_cases()["hard"]
     fns: dict[str, object] = {"handwritten": handwritten_ntxent, "simclr": simclr, "hard": hard}
     if ref is not None:
@@ -191,10 +212,18 @@ def per_call_ratios(repeats: int, ref: object | None = None) -> list[tuple[str, 
             ("simclr after/before", "simclr", "simclr_ref"),
             ("hard+deb after/before", "hard", "hard_ref"),
         ]
+    if compiled:
+        ratios += [
+            ("simclr compiled/handwritten", "simclr_compiled", "handwritten"),
+            ("hard+deb compiled/simclr", "hard_compiled", "simclr"),
+            ("hard+deb compiled/simclr compiled", "hard_compiled", "simclr_compiled"),
+        ]
     rows = []
     plan = [(b, d) for d in (8, 128) for b in (8, 64, 256)] + [(b, 128) for b in (1024, 4096)]
     for b, d in plan:
-        names = [n for n in fns if b <= 256 or n != "handwritten"]
+        if compiled:  # compiled afresh per shape: a call then checks one cache entry's guards
+            fns.update(compiled_cases(simclr, hard) if b <= 256 else {})
+        names = [n for n in fns if b <= 256 or (n != "handwritten" and not n.endswith("_compiled"))]
         reps = repeats if b <= 256 else max(5, repeats // (8 if b < 4096 else 40))
         g = torch.Generator().manual_seed(0)
         z1 = torch.randn(b, d, generator=g, requires_grad=True)
@@ -209,6 +238,10 @@ def per_call_ratios(repeats: int, ref: object | None = None) -> list[tuple[str, 
         for _ in range(3):
             for name in names:
                 timed(fns[name])
+        for name in (n for n in names if n.endswith("_compiled")):
+            eager = fns[name.removesuffix("_compiled")]
+            got, want = fns[name](z1, z2).detach(), eager(z1, z2).detach()  # type: ignore[operator]
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=f"{name} at B={b}, d={d}")
         times: dict[str, list[float]] = {name: [] for name in names}
         for i in range(reps):
             order = names[i % len(names) :] + names[: i % len(names)]
@@ -241,16 +274,17 @@ def operator_counts(b: int = 64, d: int = 8) -> dict[str, tuple[int, int]]:
     return out
 
 
-def print_per_call(repeats: int, ref: str | None = None) -> None:
-    """The ``--per-call`` report (module docstring); ``ref``: a git revision to compare with."""
+def print_per_call(repeats: int, ref: str | None = None, compiled: bool = False) -> None:
+    """The ``--per-call`` report (module docstring); ``ref``: a git revision to compare with;
+    ``compiled``: add the ``torch.compile`` rows."""
     threads = torch.get_num_threads()
     print(f"torch {torch.__version__}, threads={threads}, fwd+bwd, medians of per-round ratios")
     if ref is not None:
         print(f"reference: src/hardneg of {ref} as hardneg_ref, interleaved in the same rounds")
-    print(f"{'ratio':>30} | {'B':>5} | {'d':>4} | {'ratio':>6} | denominator µs")
-    rows = per_call_ratios(repeats, import_ref(ref) if ref is not None else None)
+    print(f"{'ratio':>34} | {'B':>5} | {'d':>4} | {'ratio':>6} | denominator µs")
+    rows = per_call_ratios(repeats, import_ref(ref) if ref is not None else None, compiled)
     for name, b, d, ratio, den in sorted(rows, key=lambda r: (r[0], r[2], r[1])):
-        print(f"{name:>30} | {b:>5} | {d:>4} | {ratio:>6.2f} | {den:>10.0f}")
+        print(f"{name:>34} | {b:>5} | {d:>4} | {ratio:>6.2f} | {den:>10.0f}")
     for name, (ops, reads) in operator_counts().items():
         print(f"operators per call, B=64 d=8, {name:>12}: {ops:>4} aten ops, {reads} host reads")
 
@@ -297,12 +331,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="calls per case with --per-call")
     parser.add_argument("--ref", default=None,
                         help="with --per-call: git revision (or its `git archive` .tar) to compare with")
+    parser.add_argument("--compiled", action="store_true",
+                        help="with --per-call: add torch.compile (Inductor) of SimCLR and hard + debiased")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.per_call:
-        print_per_call(args.calls, args.ref)
+        print_per_call(args.calls, args.ref, args.compiled)
         return
     cases = make_cases()
     rows = []
