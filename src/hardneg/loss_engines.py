@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from hardneg import distributed
+from hardneg._lse import DENSE_LSE_MAX
 from hardneg.functional import loss_from_scores
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.objectives.base import Objective
@@ -42,6 +43,7 @@ from hardneg.scores import (
     simclr_scores,
 )
 from hardneg.scores.layouts import simclr_layout
+from hardneg.small_batch import small_route, small_simclr_loss
 
 if TYPE_CHECKING:
     from hardneg.tiled.choice import EngineChoice
@@ -338,6 +340,17 @@ def two_view_loss(
     world = distributed.world_size(p.process_group) if gathered else 1
     n = 2 * b * world
     fast = p.surely_materialised(2 * b, n, z1.dtype, z1.device)
+    if (
+        fast and not gathered and 4 * b * b <= DENSE_LSE_MAX and labels is None and not diagnostics
+        and p.normalize and not torch.compiler.is_compiling()
+    ):  # a small batch of the two common settings: the same operators without the structures
+        route = small_route(p.negatives, p.objective, compute_dtype(z1.dtype))
+        if route is not None:
+            out = small_simclr_loss(
+                z1, z2, b, route, temperature=p.temperature, validate=p.validate, reduction=p.reduction
+            )
+            if out is not None:
+                return out
     choice = None if fast else p.engine_for(2 * b, n, z1.dtype, z1.device, num_valid=n - 2)
     if choice is None or choice.engine == "materialised":
         if gathered:

@@ -190,9 +190,9 @@ def _prepare_many(
         else:
             with torch.no_grad():  # the flags need no graph (and no detach of the norms)
                 # one flag per input: min > tiny and max ≤ finfo.max (NaN fails both comparisons)
-                flag = _norms_in_range(norms[0], finfo)
+                flag = norms_in_range(norms[0], finfo)
                 for n in norms[1:]:
-                    flag = flag & _norms_in_range(n, finfo)
+                    flag = flag & norms_in_range(n, finfo)
                 if mask is not None:
                     flag = flag & mask.any(dim=1).all()
                 if not normalize:
@@ -228,7 +228,7 @@ def _prepare_one(
     x = x if x.dtype == dtype else x.to(dtype)
     n = torch.linalg.vector_norm(x, dim=1, keepdim=True)
     with torch.no_grad():
-        ok = _norms_in_range(n, torch.finfo(dtype))
+        ok = norms_in_range(n, torch.finfo(dtype))
     if not bool(ok):  # the call's one host read
         report = report or named
         return _prepare_checked(named, True, dtype, temperature=temperature, mask=None, report=report)
@@ -258,8 +258,28 @@ def unit_norms(rows: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     return torch.ones(rows, dtype=dtype, device=device)
 
 
-def _norms_in_range(norms: Tensor, finfo: torch.finfo) -> Tensor:
-    """``tiny < min(norms)`` and ``max(norms) ≤ finfo.max`` as one 0-dim bool (NaN gives False)."""
+def norms_in_range(norms: Tensor, finfo: torch.finfo) -> Tensor:
+    """``tiny < min(norms)`` and ``max(norms) ≤ finfo.max`` as one 0-dim bool (NaN gives False):
+    the row norms of a batch that the plain two-pass normalisation ``x / ‖x‖`` divides exactly.
+
+    Args:
+        norms: the row norms.
+        finfo: ``torch.finfo`` of their dtype.
+
+    Shapes:
+        ``norms`` any shape → a 0-dim bool tensor.
+
+    References:
+        IEEE 754-2008 (normal numbers: a norm above the smallest one divides without a subnormal
+        quotient; a norm of ``inf`` or NaN is out of range).
+
+    Example:
+        >>> f = torch.finfo(torch.float32)
+        >>> bool(norms_in_range(torch.tensor([1.0, 2.0]), f))
+        True
+        >>> bool(norms_in_range(torch.tensor([0.0, 1.0]), f))  # a zero row: the checked path
+        False
+    """
     if norms.numel() == 0:  # no rows: nothing out of range
         return torch.ones((), dtype=torch.bool, device=norms.device)
     # clamped into [the float after tiny, max] they are unchanged: three operators (NaN ≠ NaN)

@@ -1,0 +1,172 @@
+"""SimCLR's layout on a small batch without the general path's Python: the per-call floor.
+
+At B ≤ 128 (a (2B, 2B) matrix of at most :data:`~hardneg._lse.DENSE_LSE_MAX` entries) a call of
+:class:`~hardneg.ContrastiveLoss` costs its operators' dispatch and the Python around them, not
+arithmetic. The general path builds a :class:`~hardneg.scores.Scores`, a
+:class:`~hardneg.negatives.WeightedScores` and calls the distribution and the objective as
+modules; here the same ATen operators run in the same order on the same cached constants, so
+values and gradients are **bit-identical** to it (tested with ``torch.equal`` over settings,
+sizes and dtypes), for the two settings the papers train most:
+
+- uniform negatives with InfoNCE (NT-Xent; Chen et al., ICML 2020, eq. (1)): one ``log_softmax``
+  and one ``nll_loss`` (:func:`~hardneg.objectives.nce.uniform_cross_entropy`);
+- uniform or hard negatives with the debiased objective at a fixed τ⁺ > 0 (Robinson et al.,
+  ICLR 2021, eq. (4); Chuang et al., NeurIPS 2020, §3): one autograd node
+  (:func:`~hardneg.objectives.debiased_node.tilted_debiased_node`).
+
+Anything else (labels, diagnostics, other distributions or objectives, ``tau_plus="auto"``,
+``Hard(rescale=True)`` / ``detach_weights`` / ``target_ess``, hooks on the distribution or the
+objective, a traced graph, a batch whose norms need the checked path) takes the general path.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from hardneg._constants import constant
+from hardneg._lse import DENSE_LSE_MAX
+from hardneg.negatives import Hard, Uniform
+from hardneg.objectives import Debiased, InfoNCE
+from hardneg.objectives.debiased_node import tilted_debiased_node
+from hardneg.reduction import LossOutput, reduce
+from hardneg.scores.layouts import compute_dtype, norms_in_range, simclr_constants
+
+__all__ = ["small_route", "small_simclr_loss"]
+
+CROSS_ENTROPY = "cross_entropy"
+TILTED_DEBIASED = "tilted_debiased"
+
+
+def _hooked(module: nn.Module) -> bool:
+    """Whether calling ``module`` would run hooks (its own or global forward hooks)."""
+    from torch.nn.modules import module as _module
+
+    return bool(
+        module._forward_hooks or module._forward_pre_hooks
+        or _module._global_forward_hooks or _module._global_forward_pre_hooks
+    )
+
+
+def small_route(
+    negatives: nn.Module, objective: nn.Module, dtype: torch.dtype = torch.float32
+) -> tuple[str, float, float] | None:
+    """``(route, β, τ⁺)`` when a SimCLR call of these settings may take :func:`small_simclr_loss`,
+    else ``None``. Read at every call: a β schedule or a reassigned setting is seen at once.
+
+    Args:
+        negatives: the loss's negative distribution.
+        objective: the loss's objective.
+        dtype: the dtype the logits are computed in (a β below its smallest normal number weighs
+            uniformly, as :class:`~hardneg.negatives.Hard` decides).
+
+    Shapes:
+        none (settings only).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1); Robinson, Chuang, Sra and
+        Jegelka, ICLR 2021, eq. (4).
+
+    Example:
+        >>> small_route(Uniform(), InfoNCE())
+        ('cross_entropy', 0.0, 0.0)
+        >>> small_route(Hard(beta=1.0), Debiased(tau_plus=0.1))
+        ('tilted_debiased', 1.0, 0.1)
+        >>> small_route(Hard(beta=1.0), InfoNCE()) is None  # hard InfoNCE: the general path
+        True
+    """
+    kind = type(negatives)
+    if kind is Uniform:
+        beta = 0.0
+    elif kind is Hard:
+        if negatives.target_ess is not None:  # β re-chosen from the batch in every call
+            return None
+        beta = negatives.beta
+        if beta < torch.finfo(dtype).tiny:
+            beta = 0.0  # as Hard.weigh decides: uniform weights
+        elif negatives.rescale or negatives.detach_weights:
+            return None
+    else:
+        return None
+    if _hooked(negatives) or _hooked(objective):
+        return None
+    okind = type(objective)
+    if okind is InfoNCE and beta == 0.0 and objective.q is None:
+        return CROSS_ENTROPY, 0.0, 0.0
+    if okind is Debiased and objective.estimator is None and objective.tau_plus > 0.0:
+        return TILTED_DEBIASED, beta, objective.tau_plus
+    return None
+
+
+def small_simclr_loss(
+    z1: Tensor,
+    z2: Tensor,
+    b: int,
+    route: tuple[str, float, float],
+    *,
+    temperature: float,
+    validate: bool,
+    reduction: str,
+) -> LossOutput | None:
+    """SimCLR's loss on B views per side through ``route`` (:func:`small_route`), or ``None``
+    when the batch needs the general path (a norm out of range, which the general path checks and
+    reports; too large a matrix; B < 2).
+
+    The operators are those of :func:`~hardneg.scores.layouts.simclr_layout` (normalised views,
+    the checked path with ``validate=True``, the branch-free one without) followed by the
+    objective's small-matrix route; the per-anchor positive ``s⁺_i`` is computed only where the
+    objective reads it (the debiased node).
+
+    Args:
+        z1: the first views (checked by the caller: floating, (B, d), same shape and device as z2).
+        z2: the second views.
+        b: B.
+        route: ``(route, β, τ⁺)`` from :func:`small_route`.
+        temperature: t (checked).
+        validate: the one host read of the norms (``False``: the branch-free normalisation).
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+
+    Shapes:
+        ``z1``, ``z2`` (B, d) → a :class:`~hardneg.reduction.LossOutput` with per-anchor losses
+        (2B,), no diagnostics.
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1) and Algorithm 1; Robinson, Chuang,
+        Sra and Jegelka, ICLR 2021, eq. (4).
+
+    Example:
+        >>> z1, z2 = torch.randn(4, 8), torch.randn(4, 8)
+        >>> out = small_simclr_loss(z1, z2, 4, small_route(Uniform(), InfoNCE()), temperature=0.5,
+        ...                         validate=True, reduction="mean")
+        >>> from hardneg import ContrastiveLoss
+        >>> bool(torch.equal(out.loss, ContrastiveLoss(temperature=0.5)(z1, z2)))
+        True
+    """
+    if b < 2 or 4 * b * b > DENSE_LSE_MAX:
+        return None
+    v = torch.cat([z1, z2], dim=0)
+    dtype = compute_dtype(v.dtype)
+    v = v if v.dtype == dtype else v.to(dtype)
+    n = torch.linalg.vector_norm(v, dim=1, keepdim=True)
+    if validate:
+        with torch.no_grad():  # the general path's one host read (hardneg.scores.layouts)
+            ok = norms_in_range(n, torch.finfo(dtype))
+        if not bool(ok):
+            return None  # the general path checks and reports (or rescales) this batch
+        v = v / n
+    else:
+        v = v / torch.where(n.detach() > torch.finfo(dtype).tiny, n, 1.0)
+    vt = v / constant(temperature, v)
+    logits = vt @ v.T
+    c = simclr_constants(b, dtype, v.device)
+    assert c.fill is not None and c.partner is not None and c.partner_fill is not None  # a small B
+    name, beta, tau_plus = route
+    if name == CROSS_ENTROPY:
+        per_anchor = F.nll_loss(F.log_softmax(logits + c.partner_fill, dim=1), c.partner, reduction="none")
+    else:
+        positive = (vt * v.roll(b, dims=0)).sum(dim=1)
+        per_anchor = tilted_debiased_node(
+            logits, positive, c.fill, c.log_num_valid, beta=beta, tau_plus=tau_plus, temperature=temperature
+        )
+    return LossOutput(loss=reduce(per_anchor, reduction), per_anchor=per_anchor, diagnostics={})
