@@ -53,7 +53,9 @@ def test_the_rule_takes_the_first_candidate_on_a_tie_and_refuses_a_missing_one()
         sel.choose({"a": 0.5, "b": 0.7})
 
 
-def test_the_selection_runs_on_the_data_the_user_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_selection_runs_on_the_data_the_user_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--data fashion_mnist=DIR`` reaches the selection's runs too, not only the claim's."""
     from dataclasses import replace
 
