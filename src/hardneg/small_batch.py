@@ -22,7 +22,6 @@ objective, a traced graph, a batch whose norms need the checked path) takes the 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hardneg._constants import constant
@@ -30,8 +29,14 @@ from hardneg._lse import DENSE_LSE_MAX
 from hardneg.negatives import Hard, Uniform
 from hardneg.objectives import Debiased, InfoNCE
 from hardneg.objectives.debiased_node import tilted_debiased_node
+from hardneg.objectives.nce import partner_cross_entropy
 from hardneg.reduction import LossOutput, reduce
-from hardneg.scores.layouts import compute_dtype, norms_in_range, simclr_constants
+from hardneg.scores.layouts import (
+    branch_free_normalised,
+    compute_dtype,
+    normalised_rows,
+    simclr_constants,
+)
 
 __all__ = ["small_route", "small_simclr_loss"]
 
@@ -147,23 +152,22 @@ def small_simclr_loss(
         return None
     v = torch.cat([z1, z2], dim=0)
     dtype = compute_dtype(v.dtype)
-    v = v if v.dtype == dtype else v.to(dtype)
-    n = torch.linalg.vector_norm(v, dim=1, keepdim=True)
     if validate:
-        with torch.no_grad():  # the general path's one host read (hardneg.scores.layouts)
-            ok = norms_in_range(n, torch.finfo(dtype))
-        if not bool(ok):
+        unit = normalised_rows(v, dtype)  # the general path's one host read
+        if unit is None:
             return None  # the general path checks and reports (or rescales) this batch
-        v = v / n
+        v = unit
     else:
-        v = v / torch.where(n.detach() > torch.finfo(dtype).tiny, n, 1.0)
+        v = v if v.dtype == dtype else v.to(dtype)
+        v, _ = branch_free_normalised(v, torch.linalg.vector_norm(v, dim=1, keepdim=True))
+    # simclr_layout's logits and positive, the same operators
     vt = v / constant(temperature, v)
     logits = vt @ v.T
     c = simclr_constants(b, dtype, v.device)
     assert c.fill is not None and c.partner is not None and c.partner_fill is not None  # a small B
     name, beta, tau_plus = route
     if name == CROSS_ENTROPY:
-        per_anchor = F.nll_loss(F.log_softmax(logits + c.partner_fill, dim=1), c.partner, reduction="none")
+        per_anchor = partner_cross_entropy(logits, c.partner_fill, c.partner)
     else:
         positive = (vt * v.roll(b, dims=0)).sum(dim=1)
         per_anchor = tilted_debiased_node(

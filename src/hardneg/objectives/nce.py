@@ -13,7 +13,7 @@ from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
 from hardneg.scores import Scores
 
-__all__ = ["InfoNCE", "info_nce", "uniform_cross_entropy"]
+__all__ = ["InfoNCE", "info_nce", "partner_cross_entropy", "uniform_cross_entropy"]
 
 
 def info_nce(
@@ -87,8 +87,33 @@ def uniform_cross_entropy(scores: Scores) -> Tensor:
     """
     if scores.positive_fill is None or scores.positive_index is None:
         raise ValueError("scores must carry positive_index and positive_fill (SimCLR's layout), got None")
-    log_p = F.log_softmax(scores.logits + scores.positive_fill, dim=1)
-    return F.nll_loss(log_p, scores.positive_index, reduction="none")
+    return partner_cross_entropy(scores.logits, scores.positive_fill, scores.positive_index)
+
+
+def partner_cross_entropy(logits: Tensor, positive_fill: Tensor, positive_index: Tensor) -> Tensor:
+    r""":func:`uniform_cross_entropy` on its tensors: ``−log softmax_j(s_ij + f_ij)[p_i]``, one
+    ``log_softmax`` and one ``nll_loss``.
+
+    Args:
+        logits: the logits ``s_ij``.
+        positive_fill: the additive mask ``f`` (0 on the valid negatives and the positive's column).
+        positive_index: each anchor's positive column ``p_i``.
+
+    Shapes:
+        ``logits``, ``positive_fill`` (A, N); ``positive_index`` (A,) int64 → (A,).
+
+    References:
+        Chen, Kornblith, Norouzi, Hinton, ICML 2020, eq. (1).
+
+    Example:
+        >>> import torch
+        >>> s = torch.tensor([[0.0, 1.0, -1.0]])
+        >>> fill = torch.tensor([[float("-inf"), 0.0, 0.0]])  # the anchor itself excluded
+        >>> got = partner_cross_entropy(s, fill, torch.tensor([1]))
+        >>> bool(torch.allclose(got, torch.log1p(torch.exp(torch.tensor(-2.0)))))  # softplus(-1 - 1)
+        True
+    """
+    return F.nll_loss(F.log_softmax(logits + positive_fill, dim=1), positive_index, reduction="none")
 
 
 class InfoNCE(Objective):

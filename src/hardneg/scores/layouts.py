@@ -72,8 +72,11 @@ class PreparedPair:
 
 __all__ = [
     "PreparedPair",
+    "branch_free_normalised",
     "check_two_views",
     "compute_dtype",
+    "normalised_rows",
+    "norms_in_range",
     "pair_scores",
     "prepare_pair",
     "safe_normalize",
@@ -208,11 +211,62 @@ def _prepare_many(
         return [(x / n, unit_norms(x.shape[0], dtype, x.device)) for x, n in zip(xs, norms, strict=True)]
     out = []
     for x, n in zip(xs, norms, strict=True):
-        # x_i / ‖x_i‖ without a branch: a row of norm ≤ tiny (zero, or below float underflow) is
-        # divided by 1 and stays (near) zero with the upstream gradient
-        nonzero = n.detach() > torch.finfo(dtype).tiny
-        out.append((x / torch.where(nonzero, n, 1.0), nonzero[:, 0].to(dtype)))
+        unit, nonzero = branch_free_normalised(x, n)
+        out.append((unit, nonzero[:, 0].to(dtype)))
     return out
+
+
+def normalised_rows(x: Tensor, dtype: torch.dtype) -> Tensor | None:
+    """``x_i / ‖x_i‖`` in ``dtype`` when every row norm lies in range (:func:`norms_in_range`,
+    read once: the call's one host read), else ``None``: the caller takes the checked path
+    (:func:`safe_normalize`, or an error naming the input).
+
+    Args:
+        x: the rows.
+        dtype: the dtype they are normalised in (:func:`compute_dtype`).
+
+    Shapes:
+        ``x`` (r, d) → (r, d), or ``None``.
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, §2.1 (ℓ2-normalised projections).
+
+    Example:
+        >>> normalised_rows(torch.tensor([[3.0, 4.0]]), torch.float32).tolist()
+        [[0.6000000238418579, 0.800000011920929]]
+        >>> normalised_rows(torch.zeros(1, 2), torch.float32) is None  # a zero row: checked path
+        True
+    """
+    x = x if x.dtype == dtype else x.to(dtype)
+    n = torch.linalg.vector_norm(x, dim=1, keepdim=True)
+    with torch.no_grad():
+        ok = norms_in_range(n, torch.finfo(dtype))
+    return x / n if bool(ok) else None
+
+
+def branch_free_normalised(x: Tensor, norms: Tensor) -> tuple[Tensor, Tensor]:
+    """``(x_i / ‖x_i‖, nonzero)`` without a host read: a row of norm ≤ tiny (zero, or below float
+    underflow) is divided by 1 and stays (near) zero, with the upstream gradient; ``nonzero``
+    says which rows were divided by their norm (``validate=False``).
+
+    Args:
+        x: the rows, in their compute dtype.
+        norms: their norms, keeping the reduced dimension.
+
+    Shapes:
+        ``x`` (r, d), ``norms`` (r, 1) → (r, d) and a bool (r, 1).
+
+    References:
+        Chen, Kornblith, Norouzi and Hinton, ICML 2020, §2.1 (ℓ2-normalised projections).
+
+    Example:
+        >>> x = torch.tensor([[3.0, 4.0], [0.0, 0.0]])
+        >>> unit, nonzero = branch_free_normalised(x, torch.linalg.vector_norm(x, dim=1, keepdim=True))
+        >>> unit.tolist(), nonzero[:, 0].tolist()
+        ([[0.6000000238418579, 0.800000011920929], [0.0, 0.0]], [True, False])
+    """
+    nonzero = norms.detach() > torch.finfo(x.dtype).tiny
+    return x / torch.where(nonzero, norms, 1.0), nonzero
 
 
 def _prepare_one(
@@ -224,15 +278,11 @@ def _prepare_one(
 ) -> list[tuple[Tensor, Tensor]]:
     """:func:`_prepare_many` of one input, normalised and checked (SimCLR's 2B views, the common
     call): the same operators and values without the general path's loops."""
-    x = named[0][1]
-    x = x if x.dtype == dtype else x.to(dtype)
-    n = torch.linalg.vector_norm(x, dim=1, keepdim=True)
-    with torch.no_grad():
-        ok = norms_in_range(n, torch.finfo(dtype))
-    if not bool(ok):  # the call's one host read
+    unit = normalised_rows(named[0][1], dtype)
+    if unit is None:  # a norm out of range: checked one by one
         report = report or named
         return _prepare_checked(named, True, dtype, temperature=temperature, mask=None, report=report)
-    return [(x / n, unit_norms(x.shape[0], dtype, x.device))]
+    return [(unit, unit_norms(unit.shape[0], dtype, unit.device))]
 
 
 @cached_tensors(16)
