@@ -28,7 +28,6 @@ import torch
 from torch import Tensor
 
 from hardneg import distributed
-from hardneg._lse import DENSE_LSE_MAX
 from hardneg.functional import loss_from_scores
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.objectives.base import Objective
@@ -43,7 +42,7 @@ from hardneg.scores import (
     simclr_scores,
 )
 from hardneg.scores.layouts import simclr_layout
-from hardneg.small_batch import small_route, small_simclr_loss
+from hardneg.small_batch import SMALL_MAX, small_route, small_simclr_loss
 
 if TYPE_CHECKING:
     from hardneg.tiled.choice import EngineChoice
@@ -341,7 +340,7 @@ def two_view_loss(
     n = 2 * b * world
     fast = p.surely_materialised(2 * b, n, z1.dtype, z1.device)
     if (
-        fast and not gathered and 4 * b * b <= DENSE_LSE_MAX and labels is None and not diagnostics
+        fast and not gathered and 4 * b * b <= SMALL_MAX and labels is None and not diagnostics
         and p.normalize and not torch.compiler.is_compiling()
     ):  # a small batch of the two common settings: the same operators without the structures
         route = small_route(p.negatives, p.objective, compute_dtype(z1.dtype))

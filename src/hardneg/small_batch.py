@@ -1,18 +1,21 @@
 """SimCLR's layout on a small batch without the general path's Python: the per-call floor.
 
-At B ≤ 128 (a (2B, 2B) matrix of at most :data:`~hardneg._lse.DENSE_LSE_MAX` entries) a call of
-:class:`~hardneg.ContrastiveLoss` costs its operators' dispatch and the Python around them, not
-arithmetic. The general path builds a :class:`~hardneg.scores.Scores`, a
+At small B a call of :class:`~hardneg.ContrastiveLoss` costs its operators' dispatch and the
+Python around them, not arithmetic. The general path builds a :class:`~hardneg.scores.Scores`, a
 :class:`~hardneg.negatives.WeightedScores` and calls the distribution and the objective as
-modules; here the same ATen operators run in the same order on the same cached constants, so
-values and gradients are **bit-identical** to it (tested with ``torch.equal`` over settings,
-sizes and dtypes), for the two settings the papers train most:
+modules. Here, for the two settings the papers train most:
 
-- uniform negatives with InfoNCE (NT-Xent; Chen et al., ICML 2020, eq. (1)): one ``log_softmax``
-  and one ``nll_loss`` (:func:`~hardneg.objectives.nce.uniform_cross_entropy`);
+- uniform negatives with InfoNCE (NT-Xent; Chen et al., ICML 2020, eq. (1)), B ≤ 128 (a (2B, 2B)
+  matrix of at most :data:`~hardneg._lse.DENSE_LSE_MAX` entries): the general path's
+  ATen operators in the same order on the same cached constants, one ``log_softmax`` and one
+  ``nll_loss`` (:func:`~hardneg.objectives.nce.uniform_cross_entropy`), so values and gradients
+  are **bit-identical** to it (tested with ``torch.equal`` over sizes, dtypes and reductions);
 - uniform or hard negatives with the debiased objective at a fixed τ⁺ > 0 (Robinson et al.,
-  ICLR 2021, eq. (4); Chuang et al., NeurIPS 2020, §3): one autograd node
-  (:func:`~hardneg.objectives.debiased_node.tilted_debiased_node`).
+  ICLR 2021, eq. (4); Chuang et al., NeurIPS 2020, §3), B ≤ 512
+  (:data:`~hardneg.fused_simclr.FUSED_MAX`): the whole loss as **one autograd node
+  from the views** with a closed-form backward (:func:`~hardneg.fused_simclr.fused_debiased_loss`),
+  equal to the general path up to float rounding (tested against a float64 re-derivation, the
+  general path and ``gradcheck``).
 
 Anything else (labels, diagnostics, other distributions or objectives, ``tau_plus="auto"``,
 ``Hard(rescale=True)`` / ``detach_weights`` / ``target_ess``, hooks on the distribution or the
@@ -26,9 +29,9 @@ from torch import Tensor, nn
 
 from hardneg._constants import constant
 from hardneg._lse import DENSE_LSE_MAX
+from hardneg.fused_simclr import FUSED_MAX, fused_debiased_loss
 from hardneg.negatives import Hard, Uniform
 from hardneg.objectives import Debiased, InfoNCE
-from hardneg.objectives.debiased_node import tilted_debiased_node
 from hardneg.objectives.nce import partner_cross_entropy
 from hardneg.reduction import LossOutput, reduce
 from hardneg.scores.layouts import (
@@ -38,7 +41,10 @@ from hardneg.scores.layouts import (
     simclr_constants,
 )
 
-__all__ = ["small_route", "small_simclr_loss"]
+__all__ = ["SMALL_MAX", "small_route", "small_simclr_loss"]
+
+#: The largest (2B, 2B) matrix any route takes (the fused node's; the cross-entropy's is smaller).
+SMALL_MAX = max(FUSED_MAX, DENSE_LSE_MAX)
 
 CROSS_ENTROPY = "cross_entropy"
 TILTED_DEBIASED = "tilted_debiased"
@@ -118,10 +124,10 @@ def small_simclr_loss(
     when the batch needs the general path (a norm out of range, which the general path checks and
     reports; too large a matrix; B < 2).
 
-    The operators are those of :func:`~hardneg.scores.layouts.simclr_layout` (normalised views,
-    the checked path with ``validate=True``, the branch-free one without) followed by the
-    objective's small-matrix route; the per-anchor positive ``s⁺_i`` is computed only where the
-    objective reads it (the debiased node).
+    The cross-entropy route runs the operators of :func:`~hardneg.scores.layouts.simclr_layout`
+    (normalised views, the checked path with ``validate=True``, the branch-free one without) and
+    the cross-entropy over the logits; the debiased route is one node from the views
+    (:func:`~hardneg.fused_simclr.fused_debiased_loss`), with the same two normalisations.
 
     Args:
         z1: the first views (checked by the caller: floating, (B, d), same shape and device as z2).
@@ -148,10 +154,19 @@ def small_simclr_loss(
         >>> bool(torch.equal(out.loss, ContrastiveLoss(temperature=0.5)(z1, z2)))
         True
     """
-    if b < 2 or 4 * b * b > DENSE_LSE_MAX:
+    name, beta, tau_plus = route
+    if b < 2 or 4 * b * b > (FUSED_MAX if name == TILTED_DEBIASED else DENSE_LSE_MAX):
         return None
+    dtype = compute_dtype(z1.dtype if z1.dtype == z2.dtype else torch.promote_types(z1.dtype, z2.dtype))
+    if name == TILTED_DEBIASED:
+        fused = fused_debiased_loss(
+            z1, z2, beta=beta, tau_plus=tau_plus, temperature=temperature, dtype=dtype, validate=validate,
+            reduction=reduction,
+        )
+        if fused is None:
+            return None  # the general path checks and reports (or rescales) this batch
+        return LossOutput(loss=fused[0], per_anchor=fused[1], diagnostics={})
     v = torch.cat([z1, z2], dim=0)
-    dtype = compute_dtype(v.dtype)
     if validate:
         unit = normalised_rows(v, dtype)  # the general path's one host read
         if unit is None:
@@ -160,17 +175,10 @@ def small_simclr_loss(
     else:
         v = v if v.dtype == dtype else v.to(dtype)
         v, _ = branch_free_normalised(v, torch.linalg.vector_norm(v, dim=1, keepdim=True))
-    # simclr_layout's logits and positive, the same operators
+    # simclr_layout's logits, the same operators
     vt = v / constant(temperature, v)
     logits = vt @ v.T
     c = simclr_constants(b, dtype, v.device)
-    assert c.fill is not None and c.partner is not None and c.partner_fill is not None  # a small B
-    name, beta, tau_plus = route
-    if name == CROSS_ENTROPY:
-        per_anchor = partner_cross_entropy(logits, c.partner_fill, c.partner)
-    else:
-        positive = (vt * v.roll(b, dims=0)).sum(dim=1)
-        per_anchor = tilted_debiased_node(
-            logits, positive, c.fill, c.log_num_valid, beta=beta, tau_plus=tau_plus, temperature=temperature
-        )
+    assert c.partner is not None and c.partner_fill is not None  # a small B
+    per_anchor = partner_cross_entropy(logits, c.partner_fill, c.partner)
     return LossOutput(loss=reduce(per_anchor, reduction), per_anchor=per_anchor, diagnostics={})

@@ -65,7 +65,15 @@ def test_simclr_layout_forward_equals_detailed_and_scores(name: str, budget: int
     with pytest.warns(DeprecationWarning, match=DEPRECATED):
         old = _run(lambda a, b: loss_fn.detailed(a, b, generator=_gen()), [z1, z2])
     _same(new, old)
-    _same(_run(lambda a, b: loss_fn(a, b, generator=_gen()), [z1, z2]), (new[0].loss, new[1]))  # type: ignore[union-attr]
+    plain = _run(lambda a, b: loss_fn(a, b, generator=_gen()), [z1, z2])
+    if name == "hard_debiased" and budget is None:
+        # the plain call of a small batch is one fused node (hardneg.fused_simclr): equal up to
+        # float rounding, not bit for bit (tests/loss/test_fused_simclr.py)
+        torch.testing.assert_close(plain[0], new[0].loss, rtol=1e-12, atol=0)  # type: ignore[union-attr]
+        for x, y in zip(plain[1], new[1], strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-14)
+    else:
+        _same(plain, (new[0].loss, new[1]))  # type: ignore[union-attr]
     if budget is None:  # the low-level entry: step 1 then steps 2-4
         low = _run(
             lambda a, b: loss_fn.compute(loss_fn.scores(a, b), diagnostics=True, generator=_gen()), [z1, z2]
