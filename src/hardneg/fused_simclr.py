@@ -1,10 +1,11 @@
 r"""SimCLR's (hard) debiased loss on a small batch as **one** autograd node from the two views.
 
-At B ≤ 128 a call costs its operators' dispatch, not arithmetic: every operator recorded by
-autograd adds a node, a saved tensor and a backward replay. This node takes the views ``z1``,
-``z2`` and runs the whole loss — normalisation, the (2B, 2B) product, both tilted log-sum-exps,
-the debiased estimator — with autograd off, then a closed-form backward straight to the views:
-about half the operators of the composite, no graph of its own. Robinson et al.'s loss
+At small B (up to :data:`FUSED_MAX`) a call costs its operators' dispatch more than arithmetic:
+every operator recorded by autograd adds a node, a saved tensor and a backward replay. This node
+takes the views ``z1``, ``z2`` and runs the whole loss — normalisation, the (2B, 2B) product,
+both tilted log-sum-exps, the debiased estimator — with autograd off, then a closed-form backward
+straight to the views: 56 operators per fwd+bwd call where the composite dispatches 92, and no
+graph of its own. Robinson et al.'s loss
 (ICLR 2021, eq. (4)) per view ``i`` with partner ``p(i)``, over the N = 2B − 2 other views j:
 
     s_ij = v_iᵀv_j / t,   u_i = lse_j((1+β) s_ij) − lse_j(β s_ij)        (a_i = u_i + log N)
@@ -19,9 +20,11 @@ about half the operators of the composite, no graph of its own. Robinson et al.'
     ∂L/∂v = (G + Gᵀ) v  for G = ∂L/∂(v vᵀ),   ∂L/∂x_i = (∂L/∂v_i − v_i (v_iᵀ ∂L/∂v_i)) / ‖x_i‖
 
 The values are those of the general path (:class:`~hardneg.negatives.Hard` weights and
-:class:`~hardneg.objectives.Debiased`) up to float rounding, not bit for bit: the positive is
-read from the product's diagonal, the two log-sum-exps share their exponentials with the
-backward, and log(1 − e^d) is ``log(−expm1(d))``. Tested against a float64 re-derivation, the
+:class:`~hardneg.objectives.Debiased`) up to float rounding, not bit for bit: the logits are ``k (cos − 1)`` (each tilt ``k`` shifted
+by its largest value, so that no row maximum is needed where no exponential can under- or
+overflow, :data:`STATIC_SHIFT_MAX`), the positive is read from the product's diagonal, the two
+log-sum-exps share their exponentials with the backward, and log(1 − e^d) is
+``log(−expm1(d))``. Tested against a float64 re-derivation, the
 general path and ``gradcheck`` (``tests/loss/test_fused_simclr.py``).
 """
 
@@ -49,11 +52,14 @@ __all__ = [
     "fused_debiased_loss",
 ]
 
-#: The largest (2B, 2B) matrix the node is used for: B ≤ 512. Measured on 2 CPU threads, d = 128,
-#: fwd+bwd (issue 37): the node costs 0.74× the general path's hard + debiased at B = 256, 0.82×
-#: at B = 512 and 1.39× at B = 1024, where its (2, 2B, 2B) passes over memory cost more than the
-#: general engines' dispatch.
-FUSED_MAX = 1 << 20
+#: The largest (2B, 2B) matrix the node is used for: B ≤ 256. Measured on 2 CPU threads, d = 128,
+#: fwd+bwd, against the general path's hard + debiased in the same rounds (issue 37): above
+#: ``DENSE_LSE_MAX`` (B > 128) the node is ``lean`` (one tilt at a time, recomputed in the
+#: backward, for the general engine's memory) and costs 0.83× it at B = 192, 0.93× at B = 256,
+#: 1.04× at B = 384 and 1.03× at B = 511, where its extra passes over the (2B, 2B) matrix cost
+#: more than the dispatch it saves. (Keeping both tilts for the backward instead costs 0.74× at
+#: B = 256 but 2.5× the general path's memory there.)
+FUSED_MAX = 1 << 18
 
 #: The widest range ``2(1+β)/t`` of the tilted logits for which ``exp(k (cos − 1))`` (each tilt
 #: ``k`` shifted by its largest value, a unit cosine) stays a normal number for every cosine in
@@ -79,8 +85,13 @@ class FusedConstants:
             its largest value) are exponentiated as they are when ``2(1+β)/t`` is at most
             :data:`STATIC_SHIFT_MAX` of the dtype (no exponential under- or overflows); else each
             row is shifted by its maximum as well, as ``torch.logsumexp`` does.
+        lean: one (A, A) tilt at a time, recomputed in the backward (4B² above
+            ``DENSE_LSE_MAX``: memory no more than the general engine's), else both tilts as one
+            (2, A, A) tensor kept for the backward (the fewest operators).
         minus_one: ``−1`` (0-dim): ``v vᵀ − 1`` in the one ``addmm``.
         tilts: ``[(1+β)/t, β/t]`` as (2, 1, 1): both tilted logits from ``v vᵀ − 1`` in one operator.
+        tilt_first: ``(1+β)/t`` (0-dim).
+        tilt_second: ``β/t`` (0-dim).
         grad_tilts: ``[(1+β)/t, −β/t] / 2B`` as (2, 1, 1) (with the mean's 1/2B).
         inv_t: ``1/t`` (0-dim).
         log_tau: ``log τ⁺`` (0-dim).
@@ -98,8 +109,11 @@ class FusedConstants:
     b: int
     fill: Tensor
     static: bool
+    lean: bool
     minus_one: Tensor
     tilts: Tensor
+    tilt_first: Tensor
+    tilt_second: Tensor
     grad_tilts: Tensor
     inv_t: Tensor
     log_tau: Tensor
@@ -155,8 +169,11 @@ def fused_constants(
         b=b,
         fill=fill,
         static=2.0 * tilts[0] <= STATIC_SHIFT_MAX.get(dtype, 0.0),
+        lean=4 * b * b > DENSE_LSE_MAX,
         minus_one=tensor(-1.0)[0],
         tilts=tensor(*tilts).view(2, 1, 1),
+        tilt_first=tensor(tilts[0])[0],
+        tilt_second=tensor(tilts[1])[0],
         grad_tilts=tensor((1.0 + beta) / temperature / a, -beta / temperature / a).view(2, 1, 1),
         inv_t=tensor(1.0 / temperature)[0],
         log_tau=tensor(log_tau)[0],
@@ -184,6 +201,67 @@ def _fill(b: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     return fill.masked_fill_(~simclr_mask(b, device), float("-inf"))
 
 
+def _tilted_sums(v: Tensor, c: FusedConstants) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
+    """``(u, q, saved)``: ``u = lse((1+β)s) − lse(βs) − 1/t`` over each view's negatives as (2, B),
+    ``q = s⁺ + log τ⁺ − 1/t`` (B,), and what the backward reads. Both tilts as one (2, A, A)
+    tensor, kept for the backward (the fewest operators); with ``c.lean`` one (A, A) tilt at a
+    time, the backward recomputing them (no more memory than the general engine)."""
+    cos_m1 = torch.addmm(c.minus_one, v, v.T)  # cos − 1
+    q = torch.addcmul(c.log_tau, cos_m1.diagonal(c.b), c.inv_t)  # s⁺ + log τ⁺ − 1/t, one per pair (B,)
+    if not c.lean:
+        x2 = torch.addcmul(c.fill, cos_m1, c.tilts)  # (2, A, A): k (cos − 1), −inf off the negatives
+        if c.static:
+            e = x2.exp_()
+            sums = e.sum(dim=2, keepdim=True)
+            log_s = sums.log()
+        else:
+            m = x2.amax(dim=2, keepdim=True)
+            e = x2.sub_(m).exp_()
+            sums = e.sum(dim=2, keepdim=True)
+            log_s = sums.log().add_(m)
+        la, lb = log_s.unbind(0)
+        return (la - lb).view(2, c.b), q, (e, sums)
+    first = torch.addcmul(c.fill, cos_m1, c.tilt_first)
+    second = cos_m1.mul_(c.tilt_second).add_(c.fill)  # in place: cos − 1 is not read again
+    kept: list[Tensor] = []
+    logs: list[Tensor] = []
+    for x in (first, second):
+        if c.static:
+            tilt_sums = x.exp_().sum(dim=1, keepdim=True)
+            logs.append(tilt_sums.log())
+            kept.append(tilt_sums)
+        else:
+            row_max = x.amax(dim=1, keepdim=True)
+            tilt_sums = x.sub_(row_max).exp_().sum(dim=1, keepdim=True)
+            logs.append(tilt_sums.log().add_(row_max))
+            kept += [tilt_sums, row_max]
+    return (logs[0] - logs[1]).view(2, c.b), q, tuple(kept)
+
+
+def _grad_cosines(
+    v: Tensor, saved: tuple[Tensor, ...], grad_u: Tensor, grad_q: Tensor, c: FusedConstants
+) -> Tensor:
+    """∂L/∂(v vᵀ) from ∂L/∂u and ∂L/∂q: ``∂u_i/∂s_ij = (1+β) softmax_j((1+β)s_i) − β softmax_j(βs_i)``
+    over the negatives, ``∂q_i/∂s⁺_i = 1``; ``s = v vᵀ / t``."""
+    if not c.lean:
+        e, sums = saved
+        weights = (c.grad_tilts / sums).mul_(grad_u.view(1, -1, 1))
+        grad = (e * weights).sum(dim=0)
+    else:
+        cos_m1 = torch.addmm(c.minus_one, v, v.T)  # the forward's tilts again, operator for operator
+        grad = torch.addcmul(c.fill, cos_m1, c.tilt_first)
+        second = cos_m1.mul_(c.tilt_second).add_(c.fill)
+        sums_first, sums_second = (saved[0], saved[1]) if c.static else (saved[0], saved[2])
+        if not c.static:
+            grad.sub_(saved[1])
+            second.sub_(saved[3])
+        column = grad_u.view(-1, 1)
+        grad.exp_().mul_((c.grad_tilts[0] / sums_first).mul_(column))
+        grad.addcmul_(second.exp_(), (c.grad_tilts[1] / sums_second).mul_(column))
+    grad.diagonal(c.b).add_(grad_q, alpha=c.positive_scale)
+    return grad
+
+
 class _FusedDebiased(torch.autograd.Function):
     @staticmethod
     def forward(
@@ -199,26 +277,13 @@ class _FusedDebiased(torch.autograd.Function):
         else:  # branch-free: a row of norm ≤ tiny is divided by 1 and passes its gradient through
             n = torch.where(n > c.tiny, n, c.one)  # (its radial part v vᵀg underflows)
         v = x / n
-        cos_m1 = torch.addmm(c.minus_one, v, v.T)  # cos − 1
-        x2 = torch.addcmul(c.fill, cos_m1, c.tilts)  # (2, A, A): k (cos − 1), −inf off the negatives
-        if c.static:
-            e = x2.exp_()
-            s = e.sum(dim=2, keepdim=True)
-            log_s = s.log()
-        else:
-            m = x2.amax(dim=2, keepdim=True)
-            e = x2.sub_(m).exp_()
-            s = e.sum(dim=2, keepdim=True)
-            log_s = s.log().add_(m)
-        la, lb = log_s.unbind(0)
-        u = (la - lb).view(2, c.b)  # a − log N − 1/t; row 0 the first views, row 1 their partners
-        q = torch.addcmul(c.log_tau, cos_m1.diagonal(c.b), c.inv_t)  # s⁺ + log τ⁺ − 1/t, one per pair (B,)
+        u, q, saved = _tilted_sums(v, c)  # u: a − log N − 1/t; row 0 the first views, row 1 the second
         em = torch.expm1(q - u).neg_()  # 1 − e^d
         log_num = em.clamp(min=c.zero).log_().add_(u).add_(c.shift)  # −inf where d ≥ 0
         active = log_num <= c.floor  # the floor N e^{−1/t} binds
         y = log_num.clamp_(min=c.floor).sub_(q)
         per_anchor = F.softplus(y).view(-1)
-        ctx.save_for_backward(v, n, e, s, y, em, active)
+        ctx.save_for_backward(v, n, y, em, active, *saved)
         ctx.c, ctx.mean = c, mean
         ctx.set_materialize_grads(False)
         return per_anchor, (torch.dot(per_anchor, c.reduce_mean) if mean else per_anchor.sum())
@@ -228,7 +293,7 @@ class _FusedDebiased(torch.autograd.Function):
     def backward(ctx: Any, grad_per: Tensor | None, grad_loss: Tensor | None) -> tuple[Tensor | None, ...]:
         if grad_per is None and grad_loss is None:  # no gradient flows (undefined upstream)
             return None, None, None, None, None, None
-        v, n, e, s, y, em, active = ctx.saved_tensors
+        v, n, y, em, active, *saved = ctx.saved_tensors
         c: FusedConstants = ctx.c
         # the upstream gradient per anchor, times 2B (grad_tilts and positive_scale carry 1/2B)
         if grad_loss is None:
@@ -241,10 +306,8 @@ class _FusedDebiased(torch.autograd.Function):
         h = g / em  # read only where the floor does not bind (em > 0 there)
         grad_u = torch.where(active, c.zero, h)
         grad_q = torch.where(active, g, h).sum(dim=0)
-        weights = (c.grad_tilts / s).mul_(grad_u.view(1, -1, 1))
-        grad_raw = (e * weights).sum(dim=0)
-        grad_raw.diagonal(c.b).add_(grad_q, alpha=c.positive_scale)
-        grad_v = (grad_raw + grad_raw.T) @ v
+        grad_cos = _grad_cosines(v, tuple(saved), grad_u, grad_q, c)
+        grad_v = (grad_cos + grad_cos.T) @ v
         radial = (v * grad_v).sum(dim=1, keepdim=True)
         grad_x = torch.addcmul(grad_v, v, radial, value=-1.0).div_(n)
         needs = ctx.needs_input_grad

@@ -11,7 +11,7 @@ modules. Here, for the two settings the papers train most:
   ``nll_loss`` (:func:`~hardneg.objectives.nce.uniform_cross_entropy`), so values and gradients
   are **bit-identical** to it (tested with ``torch.equal`` over sizes, dtypes and reductions);
 - uniform or hard negatives with the debiased objective at a fixed τ⁺ > 0 (Robinson et al.,
-  ICLR 2021, eq. (4); Chuang et al., NeurIPS 2020, §3), B ≤ 512
+  ICLR 2021, eq. (4); Chuang et al., NeurIPS 2020, §3), B ≤ 256
   (:data:`~hardneg.fused_simclr.FUSED_MAX`): the whole loss as **one autograd node
   from the views** with a closed-form backward (:func:`~hardneg.fused_simclr.fused_debiased_loss`),
   equal to the general path up to float rounding (tested against a float64 re-derivation, the

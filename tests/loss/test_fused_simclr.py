@@ -9,13 +9,14 @@ a retained graph, no-grad and inference mode, undefined upstream gradients).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 
 from hardneg import ContrastiveLoss, negatives
-from hardneg.fused_simclr import STATIC_SHIFT_MAX, fused_constants, fused_debiased_loss
+from hardneg.fused_simclr import STATIC_SHIFT_MAX, _FusedDebiased, fused_constants, fused_debiased_loss
 
 CPU = torch.device("cpu")
 
@@ -253,4 +254,33 @@ def test_constants_are_cached_per_setting() -> None:
     other = fused_constants(4, torch.float32, CPU, 2.0, 0.1, 0.5)
     assert other.tilts.flatten().tolist() == [6.0, 4.0] and one.tilts.flatten().tolist() == [4.0, 2.0]
     with pytest.raises(ValueError, match="FUSED_MAX"):
-        fused_constants(513, torch.float32, CPU, 1.0, 0.1, 0.5)
+        fused_constants(257, torch.float32, CPU, 1.0, 0.1, 0.5)
+
+
+@pytest.mark.parametrize("beta, t", [(1.0, 0.5), (50.0, 0.1)])  # the fixed shift; the row maximum
+@pytest.mark.parametrize("mean", [True, False])
+def test_the_lean_node_equals_the_batched_one(beta: float, t: float, mean: bool) -> None:
+    """Above 4B² = DENSE_LSE_MAX the node takes one tilt at a time and recomputes them in the
+    backward (``lean``); forced here at a small B, it equals the batched node in float64, and
+    passes gradcheck."""
+    c = fused_constants(5, torch.float64, CPU, beta, 0.1, t)
+    lean = dataclasses.replace(c, lean=True)
+    assert not c.lean and c.static is (beta == 1.0)
+    z1, z2 = _views(5, seed=5, noise=0.4)
+
+    def node(consts):  # type: ignore[no-untyped-def]
+        return lambda a, b: _FusedDebiased.apply(a, b, consts, torch.float64, True, mean)[1]
+
+    for x, y in zip(_value_and_grads(node(lean), z1, z2), _value_and_grads(node(c), z1, z2), strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-14)
+    a, b = z1.clone().requires_grad_(True), z2.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(node(lean), (a, b))
+
+
+def test_a_batch_above_the_dense_size_equals_the_papers_formula() -> None:
+    z1, z2 = _views(130, d=4, seed=13)
+    assert fused_constants(130, torch.float64, CPU, 1.0, 0.1, 0.5).lean
+    want = _value_and_grads(lambda a, c: paper_loss(a, c, 1.0, 0.1, 0.5).mean(), z1, z2)
+    got = _value_and_grads(lambda a, c: _fused(a, c, 1.0, 0.1, 0.5), z1, z2)
+    for x, y in zip(got, want, strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-14)
