@@ -55,6 +55,7 @@ import importlib
 import io
 import json
 import math
+import os
 import re
 import shutil
 import statistics
@@ -293,7 +294,11 @@ def peak_memory_mib(case: str, b: int) -> float:
     """Peak resident-memory increase of one fwd+bwd, in a fresh process.
 
     The high-water mark (VmHWM) is reset through ``/proc/self/clear_refs`` after the inputs exist,
-    so the number is the loss's own peak, not the import's.
+    so the number is the loss's own peak, not the import's. glibc's mmap threshold is fixed at
+    128 KiB (``MALLOC_MMAP_THRESHOLD_``): every buffer above it is mapped and unmapped with its
+    tensor, so the peak is that of the live tensors, not of freed heap memory glibc keeps (its
+    default threshold rises after the first free of a large block, and a later (2B, 2B) buffer
+    then comes from the heap).
     """
     code = (
         "import torch, sys; sys.path.insert(0, 'benchmarks');"
@@ -306,7 +311,8 @@ def peak_memory_mib(case: str, b: int) -> float:
         "(floor_step(z1.detach(), z2.detach()) if fn is None else fn(z1, z2).backward());"
         "print(_hwm_mib(False)-base)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     return float(out.stdout.strip().splitlines()[-1])
 
 

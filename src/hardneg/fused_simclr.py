@@ -58,7 +58,7 @@ __all__ = [
 #: backward, for the general engine's memory) and costs 0.83× it at B = 192, 0.93× at B = 256,
 #: 1.04× at B = 384 and 1.03× at B = 511, where its extra passes over the (2B, 2B) matrix cost
 #: more than the dispatch it saves. (Keeping both tilts for the backward instead costs 0.74× at
-#: B = 256 but 2.5× the general path's memory there.)
+#: B = 256, but holds two more (2B, 2B) matrices from the forward to the backward.)
 FUSED_MAX = 1 << 18
 
 #: The widest range ``2(1+β)/t`` of the tilted logits for which ``exp(k (cos − 1))`` (each tilt
