@@ -20,12 +20,12 @@ graph of its own. Robinson et al.'s loss
     ∂L/∂v = (G + Gᵀ) v  for G = ∂L/∂(v vᵀ),   ∂L/∂x_i = (∂L/∂v_i − v_i (v_iᵀ ∂L/∂v_i)) / ‖x_i‖
 
 The values are those of the general path (:class:`~hardneg.negatives.Hard` weights and
-:class:`~hardneg.objectives.Debiased`) up to float rounding, not bit for bit: the logits are ``k (cos − 1)`` (each tilt ``k`` shifted
-by its largest value, so that no row maximum is needed where no exponential can under- or
-overflow, :data:`STATIC_SHIFT_MAX`), the positive is read from the product's diagonal, the two
-log-sum-exps share their exponentials with the backward, and log(1 − e^d) is
-``log(−expm1(d))``. Tested against a float64 re-derivation, the
-general path and ``gradcheck`` (``tests/loss/test_fused_simclr.py``).
+:class:`~hardneg.objectives.Debiased`) up to float rounding, not bit for bit: the logits are
+``k (cos − 1)`` (each tilt ``k`` shifted by its largest value, so that no row maximum is needed
+where no exponential can under- or overflow, :data:`STATIC_SHIFT_MAX`), the positive is read
+from the product's diagonal, the two log-sum-exps share their exponentials with the backward,
+and log(1 − e^d) is ``log(−expm1(d))``. Tested against a float64 re-derivation, the general
+path and ``gradcheck`` (``tests/loss/test_fused_simclr.py``).
 """
 
 from __future__ import annotations

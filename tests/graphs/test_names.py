@@ -56,6 +56,32 @@ def test_the_old_import_statement_still_works_and_unknown_names_fail() -> None:
             old.GIN  # noqa: B018
 
 
+@pytest.mark.parametrize("sub", ["objective", "released"])
+def test_the_old_submodule_paths_warn_once_and_give_the_same_objects(sub: str) -> None:
+    """0.2's ``hardneg.graphs.objective`` / ``.released`` (the files before the rename)."""
+    old = importlib.import_module(f"hardneg.graphs.{sub}")
+    new = importlib.import_module(f"hardneg.infograph.{sub}")
+    for name in new.__all__:
+        with pytest.warns(DeprecationWarning) as record:
+            value = getattr(old, name)
+        assert _deprecations(record) == [
+            f"hardneg.graphs.{sub} is now hardneg.infograph.{sub}; the old path goes in 0.4 "
+            f"(import {name} from hardneg.infograph.{sub})"
+        ]
+        assert value is getattr(new, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError, match=rf"module 'hardneg.graphs.{sub}' has no attribute 'GIN'"):
+            old.GIN  # noqa: B018
+
+
+def test_the_old_submodule_import_statement_points_at_the_callers_line() -> None:
+    with pytest.warns(DeprecationWarning, match=r"hardneg\.graphs\.released is now") as record:
+        from hardneg.graphs.released import released_local_global_loss
+    assert released_local_global_loss is hardneg.infograph.released_local_global_loss
+    assert record[0].filename == __file__
+
+
 def test_the_old_data_set_name_warns_once_and_the_checked_config_says_motifs(tmp_path: Path) -> None:
     with pytest.warns(DeprecationWarning) as record:
         cfg = load_config("graphs", ["data.dataset=graphs"])
@@ -111,11 +137,13 @@ def test_an_unknown_data_set_lists_motifs_tu_and_molecules() -> None:
 
 def test_no_file_uses_the_old_import_path_or_the_old_data_set_name() -> None:
     """The code, tests, benchmarks, docs and packaged configs say ``hardneg.infograph`` and ``motifs``
-    (this file, which checks the old names, excepted; docs may name the old path as the 0.2 one)."""
+    (this file, which checks the old names, and the deprecated package itself excepted; docs may
+    name the old path as the 0.2 one)."""
     found = []
+    shims = ROOT / "src" / "hardneg" / "graphs"
     for folder in ("src", "tests", "benchmarks", "examples", "scripts"):
         for path in (ROOT / folder).rglob("*.py"):
-            if path == Path(__file__).resolve():
+            if path == Path(__file__).resolve() or path.parent == shims:
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
                 if isinstance(node, ast.ImportFrom):
