@@ -1,6 +1,6 @@
 """The fused hard + debiased node of a small batch (``hardneg.fused_simclr``), checked on its own.
 
-Against a float64 re-derivation of Robinson et al.'s eq. (4) written here from the paper (the
+Against the float64 re-derivation of Robinson et al.'s eq. (4) in ``tests/reference/hcl.py`` (the
 direct exponentials of the authors' released code, not the node's log domain), ``gradcheck`` on
 both of its log-sum-exp shifts and on both sides of the floor, the general path's accuracy in
 float32, extreme settings, and the autograd contract (reductions, one view without gradient,
@@ -17,31 +17,14 @@ import torch
 
 from hardneg import ContrastiveLoss, negatives
 from hardneg.fused_simclr import STATIC_SHIFT_MAX, _FusedDebiased, fused_constants, fused_debiased_loss
+from tests.reference.hcl import hcl_reference_simclr
 
 CPU = torch.device("cpu")
 
 
-def paper_loss(z1: torch.Tensor, z2: torch.Tensor, beta: float, tau_plus: float, t: float) -> torch.Tensor:
-    """Per-anchor HCL loss (Robinson et al., ICLR 2021, eq. (4)) as the authors compute it: the
-    importance weights ``e^{β s}`` over the 2B − 2 negatives, the reweighted sum, the debiased
-    estimator clamped at ``N e^{−1/t}``, ``−log(pos / (pos + Ng))``. float64, direct exponentials."""
-    b = z1.shape[0]
-    v = torch.nn.functional.normalize(torch.cat([z1, z2]), dim=1)
-    sim = v @ v.T / t
-    a = 2 * b
-    partner = [(i + b) % a for i in range(a)]
-    losses = []
-    for i in range(a):
-        negs = torch.stack([sim[i, j] for j in range(a) if j not in (i, partner[i])])
-        n = negs.numel()
-        neg = torch.exp(negs)
-        imp = torch.exp(beta * negs)
-        reweight = (imp * neg).sum() / imp.mean()
-        pos = torch.exp(sim[i, partner[i]])
-        ng = (-tau_plus * n * pos + reweight) / (1 - tau_plus)
-        ng = torch.clamp(ng, min=n * math.exp(-1 / t))
-        losses.append(-torch.log(pos / (pos + ng)))
-    return torch.stack(losses)
+def _hcl(beta: float, tau_plus: float, t: float):  # type: ignore[no-untyped-def]
+    """The reference's per-anchor losses as a function of the two views."""
+    return lambda a, c: hcl_reference_simclr(a, c, temperature=t, tau_plus=tau_plus, beta=beta)
 
 
 def _views(b: int, d: int = 6, seed: int = 0, noise: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -74,7 +57,7 @@ def _value_and_grads(fn, z1: torch.Tensor, z2: torch.Tensor) -> list[torch.Tenso
 @pytest.mark.parametrize("t", [0.1, 0.5, 1.0])
 def test_equals_the_papers_formula_in_float64(b: int, beta: float, tau_plus: float, t: float) -> None:
     z1, z2 = _views(b, seed=b)
-    want = _value_and_grads(lambda a, c: paper_loss(a, c, beta, tau_plus, t), z1, z2)
+    want = _value_and_grads(_hcl(beta, tau_plus, t), z1, z2)
     got = _value_and_grads(lambda a, c: _fused(a, c, beta, tau_plus, t, reduction="none"), z1, z2)
     for x, y in zip(got, want, strict=True):
         torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-12)
@@ -102,7 +85,7 @@ def test_a_large_tilt_needs_the_row_maximum_in_float32_and_gets_it() -> None:
     assert not fused_constants(4, torch.float32, CPU, 5.0, 0.1, 0.1).static
     assert fused_constants(4, torch.float64, CPU, 5.0, 0.1, 0.1).static
     z1, z2 = _views(16, d=8, seed=2)
-    want = paper_loss(z1, z2, 5.0, 0.1, 0.1)
+    want = hcl_reference_simclr(z1, z2, temperature=0.1, tau_plus=0.1, beta=5.0)
     got = _fused(z1.float(), z2.float(), 5.0, 0.1, 0.1, reduction="none")
     general = ContrastiveLoss(
         temperature=0.1, tau_plus=0.1, negatives=negatives.Hard(beta=5.0), reduction="none"
@@ -129,7 +112,7 @@ def test_both_sides_of_the_floor() -> None:
     binds = (reweight - tau_plus * n * pos.exp()) / (1 - tau_plus) <= n * math.exp(-1 / t)
     assert binds.any() and (~binds).any()
     assert c.b == 6
-    want = _value_and_grads(lambda a, b: paper_loss(a, b, beta, tau_plus, t), z1, z2)
+    want = _value_and_grads(_hcl(beta, tau_plus, t), z1, z2)
     got = _value_and_grads(lambda a, b: _fused(a, b, beta, tau_plus, t, reduction="none"), z1, z2)
     for x, y in zip(got, want, strict=True):
         torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-12)
@@ -208,7 +191,7 @@ def test_the_loss_and_the_per_anchor_losses_both_carry_gradients(reduction: str)
         return loss.sum() * 0.3 + (per_anchor * w).sum()
 
     def reference(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        per = paper_loss(a, c, 1.0, 0.1, 0.5)
+        per = hcl_reference_simclr(a, c, temperature=0.5, tau_plus=0.1, beta=1.0)
         loss = {"mean": per.mean(), "sum": per.sum(), "none": per}[reduction]
         return loss.sum() * 0.3 + (per * w).sum()
 
@@ -222,7 +205,7 @@ def test_one_view_without_gradient_and_mixed_dtypes() -> None:
     value = _fused(a, z2, 1.0, 0.1, 0.5)  # float32 and float64 views: computed in float64
     value.backward()
     assert value.dtype == torch.float64 and a.grad is not None and a.grad.dtype == torch.float32
-    want = _value_and_grads(lambda p, q: paper_loss(p, q, 1.0, 0.1, 0.5).mean(), z1.float().double(), z2)
+    want = _value_and_grads(lambda p, q: _hcl(1.0, 0.1, 0.5)(p, q).mean(), z1.float().double(), z2)
     torch.testing.assert_close(a.grad.double(), want[1], rtol=1e-5, atol=1e-7)
 
 
@@ -280,7 +263,7 @@ def test_the_lean_node_equals_the_batched_one(beta: float, t: float, mean: bool)
 def test_a_batch_above_the_dense_size_equals_the_papers_formula() -> None:
     z1, z2 = _views(130, d=4, seed=13)
     assert fused_constants(130, torch.float64, CPU, 1.0, 0.1, 0.5).lean
-    want = _value_and_grads(lambda a, c: paper_loss(a, c, 1.0, 0.1, 0.5).mean(), z1, z2)
+    want = _value_and_grads(lambda a, c: _hcl(1.0, 0.1, 0.5)(a, c).mean(), z1, z2)
     got = _value_and_grads(lambda a, c: _fused(a, c, 1.0, 0.1, 0.5), z1, z2)
     for x, y in zip(got, want, strict=True):
         torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-14)
