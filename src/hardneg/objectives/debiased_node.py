@@ -24,7 +24,7 @@ from hardneg._lse import tilt_pair
 from hardneg.objectives.base import log1mexp
 from hardneg.scores import Scores
 
-__all__ = ["debiased_grads", "debiased_terms", "tilted_debiased_loss", "tilted_debiased_node"]
+__all__ = ["debiased_grads", "debiased_terms", "tilted_debiased_loss"]
 
 
 def debiased_terms(
@@ -186,42 +186,8 @@ def tilted_debiased_loss(scores: Scores, *, beta: float, tau_plus: float) -> Ten
         raise ValueError(f"tau_plus must lie in (0, 1), got {tau_plus!r}")
     if beta < 0.0:
         raise ValueError(f"beta must be >= 0, got {beta!r}")
-    return tilted_debiased_node(
-        scores.logits, scores.positive, scores.fill, scores.log_num_valid(), beta=beta, tau_plus=tau_plus,
-        temperature=scores.temperature,
-    )
-
-
-def tilted_debiased_node(
-    logits: Tensor, positive: Tensor, fill: Tensor, log_n: Tensor, *, beta: float, tau_plus: float,
-    temperature: float,
-) -> Tensor:
-    r""":func:`tilted_debiased_loss` on its tensors, unchecked (the caller has checked them: β ≥ 0,
-    τ⁺ ∈ (0, 1), every row of ``fill`` with a finite entry): the one autograd node.
-
-    Args:
-        logits: the logits ``s_ij``.
-        positive: ``s⁺_i``.
-        fill: the additive mask (0 valid, −inf invalid).
-        log_n: ``log N_i``.
-        beta: the tilt β.
-        tau_plus: τ⁺.
-        temperature: t of the floor ``N_i e^{−1/t}``.
-
-    Shapes:
-        ``logits``, ``fill`` (A, N); ``positive``, ``log_n`` (A,) → (A,).
-
-    References:
-        Robinson, Chuang, Sra, Jegelka, ICLR 2021, §3, eq. (4).
-
-    Example:
-        >>> s = torch.randn(3, 4)
-        >>> fill = torch.zeros(3, 4)
-        >>> tilted_debiased_node(s, s[:, 0], fill, torch.full((3,), 4.0).log(), beta=1.0,
-        ...                      tau_plus=0.1, temperature=0.5).shape
-        torch.Size([3])
-    """
     out: Tensor = _TiltedDebiasedLoss.apply(
-        logits, positive, fill, log_n, float(beta), float(tau_plus), float(temperature)
+        scores.logits, scores.positive, scores.fill, scores.log_num_valid(), float(beta),
+        float(tau_plus), float(scores.temperature),
     )
     return out
