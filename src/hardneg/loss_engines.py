@@ -343,10 +343,13 @@ def two_view_loss(
         fast and not gathered and 4 * b * b <= SMALL_MAX and labels is None and not diagnostics
         and p.normalize and not torch.compiler.is_compiling()
     ):  # a small batch of the two common settings: the same operators without the structures
-        route = small_route(p.negatives, p.objective, compute_dtype(z1.dtype))
+        same = z1.dtype == z2.dtype  # (torch.promote_types is itself a dispatched operator)
+        dtype = compute_dtype(z1.dtype if same else torch.promote_types(z1.dtype, z2.dtype))
+        route = small_route(p.negatives, p.objective, dtype)
         if route is not None:
             out = small_simclr_loss(
-                z1, z2, b, route, temperature=p.temperature, validate=p.validate, reduction=p.reduction
+                z1, z2, b, route, dtype=dtype, temperature=p.temperature, validate=p.validate,
+                reduction=p.reduction,
             )
             if out is not None:
                 return out

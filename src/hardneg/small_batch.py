@@ -36,7 +36,6 @@ from hardneg.objectives.nce import partner_cross_entropy
 from hardneg.reduction import LossOutput, reduce
 from hardneg.scores.layouts import (
     branch_free_normalised,
-    compute_dtype,
     normalised_rows,
     simclr_constants,
 )
@@ -116,6 +115,7 @@ def small_simclr_loss(
     b: int,
     route: tuple[str, float, float],
     *,
+    dtype: torch.dtype,
     temperature: float,
     validate: bool,
     reduction: str,
@@ -134,6 +134,8 @@ def small_simclr_loss(
         z2: the second views.
         b: B.
         route: ``(route, β, τ⁺)`` from :func:`small_route`.
+        dtype: the compute dtype (:func:`~hardneg.scores.layouts.compute_dtype` of the views'
+            promoted dtype, as ``torch.cat`` promotes them).
         temperature: t (checked).
         validate: the one host read of the norms (``False``: the branch-free normalisation).
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
@@ -148,8 +150,8 @@ def small_simclr_loss(
 
     Example:
         >>> z1, z2 = torch.randn(4, 8), torch.randn(4, 8)
-        >>> out = small_simclr_loss(z1, z2, 4, small_route(Uniform(), InfoNCE()), temperature=0.5,
-        ...                         validate=True, reduction="mean")
+        >>> out = small_simclr_loss(z1, z2, 4, small_route(Uniform(), InfoNCE()), dtype=torch.float32,
+        ...                         temperature=0.5, validate=True, reduction="mean")
         >>> from hardneg import ContrastiveLoss
         >>> bool(torch.equal(out.loss, ContrastiveLoss(temperature=0.5)(z1, z2)))
         True
@@ -157,7 +159,6 @@ def small_simclr_loss(
     name, beta, tau_plus = route
     if b < 2 or 4 * b * b > (FUSED_MAX if name == TILTED_DEBIASED else DENSE_LSE_MAX):
         return None
-    dtype = compute_dtype(z1.dtype if z1.dtype == z2.dtype else torch.promote_types(z1.dtype, z2.dtype))
     if name == TILTED_DEBIASED:
         fused = fused_debiased_loss(
             z1, z2, beta=beta, tau_plus=tau_plus, temperature=temperature, dtype=dtype, validate=validate,
