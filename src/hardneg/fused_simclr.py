@@ -104,6 +104,9 @@ class FusedConstants:
         floor: ``log N − 2/t + log τ⁺`` (0-dim).
         positive_scale: ``−1/(2B t)``.
         num_anchors: 2B.
+
+    References:
+        Robinson, Chuang, Sra and Jegelka, ICLR 2021, eq. (4) (the estimator's constants, N = 2B − 2).
     """
 
     b: int
