@@ -1,5 +1,6 @@
 """A loss in a process group of 2 without gathering warns once per process (issue: "never
-silently local"); with gathering, or outside a process group, it never warns."""
+silently local"), at the user's line (the loss's call here); with gathering, or outside a process
+group, it never warns."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from hardneg.queue import MemoryQueue, QueueLoss
 from .helpers import run_two_processes
 
 
-def _calls(gather: bool) -> list[str]:
-    """Every layout twice, then the queue; the messages of the warnings raised."""
+def _calls(gather: bool) -> list[tuple[str, str]]:
+    """Every layout twice, then the queue; the messages of the warnings raised and their files."""
     torch.manual_seed(0)
     loss = ContrastiveLoss(gather_distributed=gather)
     z1, z2 = torch.randn(4, 3), torch.randn(4, 3)
@@ -28,7 +29,7 @@ def _calls(gather: bool) -> list[str]:
         memory = MemoryQueue(size=8, dim=3)
         memory.enqueue(torch.nn.functional.normalize(torch.randn(8, 3), dim=1))
         QueueLoss(ContrastiveLoss(gather_distributed=gather), memory)(z1, z2)
-    return [str(w.message) for w in caught if "without gathering" in str(w.message)]
+    return [(str(w.message), w.filename) for w in caught if "without gathering" in str(w.message)]
 
 
 def _local(rank: int) -> dict[str, object]:
@@ -43,8 +44,10 @@ def test_local_negatives_warn_once_per_process(tmp_path: Path) -> None:
     for result in run_two_processes(_local, tmp_path):
         messages = result["messages"]
         assert isinstance(messages, list) and len(messages) == 1, messages
-        assert "process group of 2 processes" in messages[0]
-        assert "gather_distributed=True" in messages[0]
+        message, filename = messages[0]
+        assert "process group of 2 processes" in message
+        assert "gather_distributed=True" in message
+        assert filename == __file__  # the user's line, not the loss's modules
 
 
 def test_gathering_never_warns(tmp_path: Path) -> None:
@@ -54,3 +57,4 @@ def test_gathering_never_warns(tmp_path: Path) -> None:
 
 def test_one_process_never_warns() -> None:
     assert _calls(gather=False) == []
+
