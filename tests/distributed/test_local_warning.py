@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import pytest
 import torch
 
 from hardneg import ContrastiveLoss
@@ -58,3 +59,45 @@ def test_gathering_never_warns(tmp_path: Path) -> None:
 def test_one_process_never_warns() -> None:
     assert _calls(gather=False) == []
 
+
+def _pml_calls(rank: int) -> dict[str, object]:
+    """Each call of the PML adapter in a fresh state of the once-per-process warning: its
+    (message, file) pairs."""
+    from pytorch_metric_learning.utils.distributed import DistributedLossWrapper
+
+    from hardneg import distributed
+    from hardneg.integrations import metric_learning as ml
+
+    torch.manual_seed(rank)
+    emb, labels = torch.randn(6, 3), torch.tensor([0, 0, 1, 1, 2, 2])
+
+    def caught(call) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+        distributed._warned_local = False  # as in a new process
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            call()
+        return [(str(w.message), w.filename) for w in record if "without gathering" in str(w.message)]
+
+    return {
+        "ntxent": caught(lambda: ml.NTXentLoss(0.1)(emb, labels)),
+        "supcon": caught(lambda: ml.SupConLoss(0.1)(emb, labels)),
+        "wrapped": caught(lambda: DistributedLossWrapper(ml.NTXentLoss(0.1))(emb, labels)),
+        "wrapped_efficient": caught(
+            lambda: DistributedLossWrapper(ml.SupConLoss(0.1), efficient=True)(emb, labels)
+        ),
+    }
+
+
+@pytest.mark.slow
+def test_the_pml_adapter_warns_as_the_core_outside_distributed_loss_wrapper(tmp_path: Path) -> None:
+    """pytorch-metric-learning's adapter called directly warns once, naming DistributedLossWrapper,
+    at the user's line; inside the wrapper (which gathers) it does not."""
+    pytest.importorskip("pytorch_metric_learning")
+    for result in run_two_processes(_pml_calls, tmp_path):
+        for key in ("ntxent", "supcon"):
+            messages = result[key]
+            assert isinstance(messages, list) and len(messages) == 1, (key, messages)
+            message, filename = messages[0]
+            assert "process group of 2 processes" in message and "DistributedLossWrapper" in message
+            assert filename == __file__, (key, filename)
+        assert result["wrapped"] == result["wrapped_efficient"] == []
