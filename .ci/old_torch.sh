@@ -3,9 +3,10 @@
 # torch==2.4.1 from PyPI (its Linux wheel carries CUDA libraries it loads at import, so they come
 # along; no GPU is used), the package without dependencies, numpy and the test tools, then the
 # core's tests (the loss engines, negatives, objectives, tiled engines, queue, GradCache,
-# schedules). About 3 minutes of installs and 3 of tests on 2 cores. The distributed layouts
-# (2 gloo processes) are tested on CI's torch only: under torch 2.4.1 and pytest-xdist a spawned
-# pair hung at a collective.
+# schedules, supervised contrastive), then the distributed tests that spawn 2 gloo processes
+# (tests/test_distributed.py, tests/distributed/test_layouts.py and test_local_warning.py) in a
+# pytest call of their own without -n: under torch 2.4.1 and pytest-xdist a spawned pair hung at
+# a collective. About 3 minutes of installs and 4 of tests on 2 cores.
 # Disk: the venv takes about 5 GB (measured: 5.0 GB, torch 2.4.1 with its CUDA wheels), installed
 # without pip's cache (which would hold the 2.5 GB of wheels a second time) in a temporary folder
 # this script creates and removes on exit, so `make test` after it has the disk back. With less
@@ -42,5 +43,9 @@ pip_install "numpy>=2.4" pytest pytest-xdist hypothesis pot scipy
 step "the core's tests"
 "$venv/bin/python" -m pytest -q -n 2 -p no:cacheprovider \
     tests/loss tests/negatives tests/objectives tests/tiled \
-    tests/test_queue.py tests/test_gradcache.py tests/test_lse.py tests/test_schedules.py
+    tests/test_queue.py tests/test_gradcache.py tests/test_lse.py tests/test_schedules.py \
+    tests/test_supervised.py
+step "the distributed tests (2 gloo processes each; without xdist)"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    tests/test_distributed.py tests/distributed/test_layouts.py tests/distributed/test_local_warning.py
 step "ok"

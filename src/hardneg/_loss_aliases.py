@@ -8,13 +8,13 @@ caller's line) and is removed in 0.3 (``REMOVED_IN``).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
+from hardneg import _warnings
 from hardneg.reduction import LossOutput
 
 if TYPE_CHECKING:
@@ -25,14 +25,10 @@ __all__ = ["REMOVED_IN", "DeprecatedAliases", "deprecated"]
 REMOVED_IN = "0.3"  # the release that drops the deprecated names of 0.1
 
 
-def deprecated(old: str, new: str, *, owner: str = "ContrastiveLoss", stacklevel: int = 3) -> None:
+def deprecated(old: str, new: str, *, owner: str = "ContrastiveLoss") -> None:
     """Warn that ``<owner>.<old>`` is deprecated in favour of ``new`` (``DeprecationWarning`` at
-    the caller's line with the default ``stacklevel``), naming the release that removes it."""
-    warnings.warn(
-        f"{owner}.{old} is deprecated; use {new} — removed in {REMOVED_IN}",
-        DeprecationWarning,
-        stacklevel=stacklevel,
-    )
+    the user's line, :func:`hardneg._warnings.warn`), naming the release that removes it."""
+    _warnings.warn(f"{owner}.{old} is deprecated; use {new} — removed in {REMOVED_IN}", DeprecationWarning)
 
 
 class DeprecatedAliases:

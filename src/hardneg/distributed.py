@@ -52,16 +52,17 @@ first such call of a process warns once (:func:`warn_local_negatives`), saying h
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from hardneg import _warnings
 from hardneg.scores import Scores, check_two_views, pair_scores, simclr_mask
 
 __all__ = [
+    "GATHER_REMEDY",
     "all_gather_no_grad",
     "all_gather_with_grad",
     "check_equal_sizes",
@@ -88,26 +89,36 @@ def is_distributed(group: ProcessGroup | None = None) -> bool:
 
 _warned_local = False
 
+GATHER_REMEDY = (
+    "pass gather_distributed=True to ContrastiveLoss (pipeline: loss.gather_distributed=true) to "
+    "score every rank's candidates"
+)
+"""What :func:`warn_local_negatives` tells a user of :class:`~hardneg.ContrastiveLoss` to do."""
 
-def warn_local_negatives(group: ProcessGroup | None = None) -> None:
+
+def warn_local_negatives(group: ProcessGroup | None = None, *, remedy: str = GATHER_REMEDY) -> None:
     """Warn once per process that a loss runs distributed with local negatives only.
 
-    Called by :class:`~hardneg.ContrastiveLoss` for every call that does not gather; a no-op
-    outside a process group of more than one process and after the first warning.
+    Called by :class:`~hardneg.ContrastiveLoss` for every call that does not gather, and by the
+    adapters (:mod:`hardneg.integrations`) with the remedy of their library; a no-op outside a
+    process group of more than one process and after the first warning. The warning points at the
+    user's line (:func:`hardneg._warnings.warn`).
+
+    Args:
+        group: the process group the loss would gather over (``None``: the default group).
+        remedy: how to gather, in the caller's terms (default: ``gather_distributed=True``).
     """
     global _warned_local
     if _warned_local or not is_distributed(group):
         return
     _warned_local = True
     w = world_size(group)
-    warnings.warn(
+    _warnings.warn(
         f"hardneg: the contrastive loss runs in a process group of {w} processes without "
         f"gathering, so each rank's negatives are its own batch's candidates only ({w}x fewer "
-        "than one process on the global batch, and a different loss); pass "
-        "gather_distributed=True to ContrastiveLoss (pipeline: loss.gather_distributed=true) to "
-        "score every rank's candidates, or ignore this if your loop gathered the embeddings itself",
+        f"than one process on the global batch, and a different loss); {remedy}, or ignore this "
+        "if your loop gathered the embeddings itself",
         UserWarning,
-        stacklevel=4,
     )
 
 

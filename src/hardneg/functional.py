@@ -15,12 +15,12 @@ torch.Size([16])
 
 from __future__ import annotations
 
-import warnings
 from typing import Literal, overload
 
 import torch
 from torch import Tensor
 
+from hardneg import _warnings
 from hardneg._validation import check_rows_nonempty
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.uniform import Uniform
@@ -306,11 +306,10 @@ def contrastive_loss_detailed(
         >>> caught[0].category.__name__, out.per_anchor.shape
         ('DeprecationWarning', torch.Size([8]))
     """
-    warnings.warn(
+    _warnings.warn(
         "hardneg.functional.contrastive_loss_detailed is deprecated; use "
         "contrastive_loss(..., details=True) — removed in 0.3",
         DeprecationWarning,
-        stacklevel=2,
     )
     return _two_view_loss(
         z1, z2, temperature=temperature, tau_plus=tau_plus, negatives=negatives, objective=objective,

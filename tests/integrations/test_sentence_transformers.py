@@ -370,3 +370,109 @@ def test_bad_arguments_are_named() -> None:
         CachedHardNegativesRankingLoss(model, mini_batch_size=0)
     with pytest.raises(ValueError, match="at least two columns"):
         HardNegativesRankingLoss(model)(_columns(model)[:1], None)
+
+
+# -- anchors without a valid negative: MNRL's value ------------------------------------------------
+def test_a_last_batch_of_one_row_trains_to_the_end_with_the_trainer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """9 rows at batch size 8 with sentence-transformers' default dataloader_drop_last=False: the
+    last batch has one row, whose anchor has no negative (MNRL: 0); both losses train through it."""
+    datasets = pytest.importorskip("datasets")
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+
+    data = datasets.Dataset.from_dict(
+        {"anchor": _distinct_sentences(9, 0), "positive": _distinct_sentences(9, 1)}
+    )
+    for cls, kwargs in (
+        (HardNegativesRankingLoss, {"negatives": negatives.Hard(beta=0.05, detach_weights=True)}),
+        (CachedHardNegativesRankingLoss, {"mini_batch_size": 4, "tau_plus": 0.1}),
+    ):
+        model = _model()
+        args = SentenceTransformerTrainingArguments(
+            output_dir=str(tmp_path / cls.__name__), num_train_epochs=1, per_device_train_batch_size=8,
+            report_to="none", save_strategy="no", use_cpu=True, seed=0,
+        )
+        assert args.dataloader_drop_last is False
+        loss = cls(model, **kwargs)
+        result = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss).train()
+        assert result.global_step == 2 and np.isfinite(result.training_loss)
+
+
+def _one_row_columns(model: st.SentenceTransformer, anchors: list[str], positives: list[str]) -> list:
+    return [_tokenize(model, anchors), _tokenize(model, positives)]
+
+
+@pytest.mark.parametrize("cls", [HardNegativesRankingLoss, CachedHardNegativesRankingLoss])
+def test_one_row_and_identical_rows_give_mnrl_s_values(cls) -> None:  # type: ignore[no-untyped-def]
+    """One row: MNRL's 0, with a zero gradient that backward reaches; two identical rows without
+    duplicate masking: MNRL's ln 2; with masking each anchor's duplicate is not a negative, so
+    its softmax holds its positive alone: 0, MNRL's value on the batch without the duplicate."""
+    model = _model()
+    one = _one_row_columns(model, ["red cat runs"], ["blue dog sits"])
+    same = _one_row_columns(model, ["red cat runs"] * 2, ["blue dog sits"] * 2)
+    mnrl = MultipleNegativesRankingLoss(model)
+    for kwargs in ({}, {"negatives": negatives.Hard(beta=1.0)}, {"tau_plus": 0.1}):
+        value, grads = _loss_and_grads(cls(model, **kwargs), model, one)
+        torch.testing.assert_close(value, mnrl(one, None).detach(), rtol=0, atol=1e-7)
+        assert value == 0.0 and grads and all(bool((g == 0).all()) for g in grads)
+        unmasked = cls(model, mask_duplicates=False, **kwargs)(same, None)
+        torch.testing.assert_close(unmasked, mnrl(same, None), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(unmasked.detach(), torch.tensor(math.log(2.0)), rtol=1e-6, atol=1e-6)
+        assert float(cls(model, **kwargs)(same, None).detach()) == 0.0
+
+
+def test_a_batch_with_some_anchors_without_negatives_is_the_mean_over_all_anchors() -> None:
+    """Anchor 0 (its positive is row 1's, its text is row 2's positive) has no valid negative and
+    counts 0; the others their InfoNCE loss; the mean is over the 3 anchors (float64 re-derivation
+    from the embeddings; scale 2, so that every candidate weighs). The same in per_direction
+    directions and with collision-free labels; in joint directions a 1-row batch gives 0."""
+    model, scale = _model(), 2.0
+    anchors, positives = ["red cat", "blue dog", "green car"], ["small bus", "small bus", "red cat"]
+    cols = _one_row_columns(model, anchors, positives)
+    with torch.no_grad():
+        a, p = (model(dict(c))["sentence_embedding"].double() for c in cols)
+    a, p = torch.nn.functional.normalize(a, dim=1), torch.nn.functional.normalize(p, dim=1)
+    s = scale * a @ p.T
+
+    def mean_infonce(logits: torch.Tensor, valid: list[list[bool]]) -> torch.Tensor:
+        out = []
+        for i in range(3):
+            negs = [float(logits[i, j]) for j in range(3) if valid[i][j]]
+            pos = float(logits[i, i])
+            out.append(math.log(sum(math.exp(x) for x in [pos, *negs])) - pos if negs else 0.0)
+        return torch.tensor(sum(out) / 3, dtype=torch.float64)
+
+    def check(loss: torch.nn.Module, expected: torch.Tensor, labels: torch.Tensor | None = None) -> None:
+        torch.testing.assert_close(loss(cols, labels).detach().double(), expected, rtol=1e-5, atol=1e-6)
+
+    q2d = [[False, False, False], [False, False, True], [True, True, False]]
+    check(HardNegativesRankingLoss(model, scale=scale), mean_infonce(s, q2d))
+    # doc_to_query: positive i against the anchors, anchor j masked where its text is row i's
+    # anchor or positive (row 2's positive is row 0's anchor)
+    d2q = [[False, True, True], [True, False, True], [False, True, False]]
+    per_direction = HardNegativesRankingLoss(
+        model, scale=scale, directions=("query_to_doc", "doc_to_query"), partition_mode="per_direction"
+    )
+    check(per_direction, (mean_infonce(s, q2d) + mean_infonce(s.T, d2q)) / 2)
+    labelled = HardNegativesRankingLoss(model, scale=scale, collision_free=True, mask_duplicates=False)
+    by_label = [[False, True, False], [True, False, True], [False, True, False]]  # labels 0, 1, 0
+    check(labelled, mean_infonce(s, by_label), torch.tensor([0, 1, 0]))
+    joint = HardNegativesRankingLoss(model, directions=("query_to_doc", "query_to_query", "doc_to_query"))
+    assert float(joint(_one_row_columns(model, anchors[:1], positives[:1]), None).detach()) == 0.0
+
+
+@pytest.mark.parametrize("directions", [("query_to_doc",), ("query_to_doc", "query_to_query")])
+def test_without_gathering_under_ddp_it_warns_naming_gather_across_devices(monkeypatch, directions) -> None:  # type: ignore[no-untyped-def]
+    """The core's once-per-process warning (a process group of 2 simulated), in sentence-transformers'
+    terms, at the user's line; the joint directions (which score without the core's layouts) too."""
+    from hardneg import distributed
+
+    monkeypatch.setattr(distributed, "is_distributed", lambda group=None: True)
+    monkeypatch.setattr(distributed, "world_size", lambda group=None: 2)
+    monkeypatch.setattr(distributed, "_warned_local", False)
+    loss = HardNegativesRankingLoss(None, directions=directions)
+    columns = [torch.randn(4, 8), torch.randn(4, 8)]
+    expected = r"process group of 2 processes .*gather_across_devices=True"
+    with pytest.warns(UserWarning, match=expected) as caught:
+        loss.compute_loss_from_embeddings(columns)
+        loss.compute_loss_from_embeddings(columns)
+    assert [w.filename for w in caught if "without gathering" in str(w.message)] == [__file__]

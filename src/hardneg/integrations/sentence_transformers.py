@@ -22,6 +22,15 @@ anchor (what sentence-transformers' ``NO_DUPLICATES`` batch sampler works around
 gives oracle negatives: a positive of another row with the anchor's label is not a negative
 (the mined negative columns are never masked by label).
 
+**An anchor without a valid negative** (a batch of one row, as the trainer's last batch with
+``dataloader_drop_last=False``; a batch of duplicates; all other rows of its label) contributes
+MNRL's value for a softmax that holds its positive alone, ``−log(e^{s⁺} / e^{s⁺}) = 0``, with a
+zero gradient, and the mean is over all anchors, as MNRL's. (MNRL has no duplicate masking: on
+a batch of two identical rows it gives ``ln 2``, as this loss does with ``mask_duplicates=False``;
+with the default masking each anchor's duplicate is not a negative, so the value is 0, MNRL's on
+the batch without the duplicate.) :class:`~hardneg.ContrastiveLoss` itself refuses such an anchor
+(docs/loss_api.md, "Validation").
+
 MNRL's ``hardness_mode="all_negatives"`` with ``hardness_strength=α`` adds ``α·sg(cos)`` to every
 negative logit ``scale·cos``: a negative's softmax weight becomes ``e^{α cos} e^{scale·cos}``.
 ``negatives=Hard(β, detach_weights=True)`` weighs it by ``e^{β s}`` on the temperature-scaled
@@ -70,6 +79,7 @@ torch.Size([])
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from itertools import pairwise
 from typing import Any
@@ -95,11 +105,18 @@ try:  # sentence-transformers' own mini-batch slicing (padded, flattened and VLM
 except ImportError:  # pragma: no cover - older versions: rows of every tensor
     _st_create_minibatch = None  # type: ignore[assignment]
 
+from hardneg import _warnings, distributed
 from hardneg.gradcache import CachedPass, chunk_batch, embed_without_graph
 from hardneg.loss import ContrastiveLoss
 from hardneg.negatives import NegativeDistribution
 from hardneg.objectives import Objective
-from hardneg.scores import Scores
+from hardneg.reduction import reduce
+from hardneg.scores import Scores, same_label
+
+# the trainers that call these losses (sentence-transformers' extends transformers'): warnings
+# point at the user's line
+_warnings.skip_package("sentence_transformers")
+_warnings.skip_package("transformers")
 
 __all__ = ["CachedHardNegativesRankingLoss", "HardNegativesRankingLoss"]
 
@@ -377,6 +394,8 @@ class HardNegativesRankingLoss(nn.Module):
             )
         if self.contrastive_loss.collision_free:
             labels = _integer_labels(labels, int(embeddings[0].shape[0]))
+        if not self.contrastive_loss.gather_distributed:
+            distributed.warn_local_negatives(self.contrastive_loss.process_group, remedy=_GATHER_REMEDY)
         if len(self.directions) == 1:
             return self._query_to_doc(embeddings, labels, text_ids)
         if self.partition_mode == "per_direction":
@@ -384,7 +403,60 @@ class HardNegativesRankingLoss(nn.Module):
                 self._query_to_doc(embeddings, labels, text_ids)
                 + self._doc_to_query(embeddings, labels, text_ids)
             )
-        return self.contrastive_loss.compute(self._joint_scores(embeddings, labels, text_ids)).loss
+        scores = self._joint_scores(embeddings, labels, text_ids)
+        valid = _valid(scores.mask, scores.anchor_labels, scores.candidate_labels)
+        if self._every_anchor_has_a_negative(valid):
+            return self.contrastive_loss.compute(scores).loss
+        return self._with_lone_anchors(valid, embeddings, lambda rows: self.contrastive_loss.compute(
+            _anchor_rows(scores, rows)).per_anchor)
+
+    def _every_anchor_has_a_negative(self, valid: Tensor) -> bool:
+        """Whether every row of ``valid`` (the anchors' valid negatives among this process's
+        candidates) holds one; always when gathering across processes (the other ranks'
+        candidates are negatives too)."""
+        loss = self.contrastive_loss
+        if loss.gather_distributed and distributed.is_distributed(loss.process_group):
+            return True
+        return bool(valid.any(dim=1).all())
+
+    def _with_lone_anchors(
+        self, valid: Tensor, embeddings: list[Tensor], per_anchor: Callable[[Tensor], Tensor]
+    ) -> Tensor:
+        """The loss of a batch in which some anchors have no valid negative (a batch of one row, a
+        batch of duplicates): MNRL's value for them, ``−log(e^{s⁺} / e^{s⁺}) = 0`` with a zero
+        gradient, and ``per_anchor(rows)`` (their per-anchor losses) for the anchors ``rows`` that
+        have one; reduced over all anchors, as MNRL takes the mean over the batch."""
+        rows = valid.any(dim=1)
+        losses = _zeros_on_graph(embeddings, int(rows.shape[0]))
+        if bool(rows.any()):
+            losses = losses.index_put((rows.nonzero()[:, 0],), per_anchor(rows).to(losses.dtype))
+        return reduce(losses, self.contrastive_loss.reduction)
+
+    def _pair(
+        self,
+        embeddings: list[Tensor],
+        anchors: Tensor,
+        positives: Tensor,
+        candidates: Tensor,
+        mask: Tensor,
+        anchor_labels: Tensor | None,
+        candidate_labels: Tensor | None,
+    ) -> Tensor:
+        """``contrastive_loss.pair`` with MNRL's value for the anchors without a valid negative."""
+        loss = self.contrastive_loss
+        valid = _valid(mask, anchor_labels, candidate_labels)
+        if self._every_anchor_has_a_negative(valid):
+            return loss.pair(anchors, positives, candidates, mask=mask, anchor_labels=anchor_labels,
+                             candidate_labels=candidate_labels)
+
+        def per_anchor(rows: Tensor) -> Tensor:
+            return loss.pair(
+                anchors[rows], positives[rows], candidates, mask=mask[rows],
+                anchor_labels=None if anchor_labels is None else anchor_labels[rows],
+                candidate_labels=candidate_labels, details=True,
+            ).per_anchor
+
+        return self._with_lone_anchors(valid, embeddings, per_anchor)
 
     def _candidate_labels(self, labels: Tensor | None, columns: int) -> Tensor | None:
         """The candidates' labels: each positive its row's; mined negatives -1 (unknown: never equal)."""
@@ -403,13 +475,14 @@ class HardNegativesRankingLoss(nn.Module):
         mask[torch.arange(b), torch.arange(b)] = False  # an anchor's own positive is not a negative
         if ids is not None:
             mask &= _not_same_text(ids[:2], torch.cat(ids[1:]))
-        return self.contrastive_loss.pair(
+        return self._pair(
+            embeddings,
             anchors,
             positives,
             candidates,
-            mask=mask,
-            anchor_labels=None if labels is None or not self.contrastive_loss.collision_free else labels,
-            candidate_labels=self._candidate_labels(labels, len(embeddings)),
+            mask,
+            None if labels is None or not self.contrastive_loss.collision_free else labels,
+            self._candidate_labels(labels, len(embeddings)),
         )
 
     def _doc_to_query(
@@ -421,15 +494,8 @@ class HardNegativesRankingLoss(nn.Module):
         mask = ~torch.eye(b, dtype=torch.bool, device=anchors.device)
         if ids is not None:
             mask &= _not_same_text(ids[:2], ids[0])
-        labelled = labels is not None and self.contrastive_loss.collision_free
-        return self.contrastive_loss.pair(
-            positives,
-            anchors,
-            anchors,
-            mask=mask,
-            anchor_labels=labels if labelled else None,
-            candidate_labels=labels if labelled else None,
-        )
+        own = labels if labels is not None and self.contrastive_loss.collision_free else None
+        return self._pair(embeddings, positives, anchors, anchors, mask, own, own)
 
     def _joint_scores(
         self, embeddings: list[Tensor], labels: Tensor | None, ids: list[Tensor] | None
@@ -501,6 +567,40 @@ class HardNegativesRankingLoss(nn.Module):
         if config["objective"].get("name") == "Debiased":
             entries.append(_CHUANG)
         return "\n".join(entries)
+
+
+_GATHER_REMEDY = "pass gather_across_devices=True to the loss to score every rank's candidates"
+
+
+def _valid(mask: Tensor, anchor_labels: Tensor | None, candidate_labels: Tensor | None) -> Tensor:
+    """The valid negatives: ``mask``, less the candidates sharing the anchor's label when labels are
+    given (:func:`~hardneg.scores.same_label`, as :class:`~hardneg.negatives.CollisionFree` removes)."""
+    if anchor_labels is None or candidate_labels is None:
+        return mask
+    return mask & ~same_label(anchor_labels, candidate_labels)
+
+
+def _zeros_on_graph(embeddings: Sequence[Tensor], rows: int) -> Tensor:
+    """(rows,) zeros in the loss's dtype that depend on every column's embeddings with a zero
+    gradient, so that ``backward`` (and the cached loss's ``autograd.grad``) runs on a batch
+    whose anchors all lack a negative, as it does on MNRL's 0."""
+    dtype = torch.promote_types(embeddings[0].dtype, torch.float32)
+    tie = torch.stack([e.sum().to(dtype) for e in embeddings]).sum() * 0.0
+    return torch.zeros(rows, dtype=dtype, device=embeddings[0].device) + tie
+
+
+def _anchor_rows(scores: Scores, rows: Tensor) -> Scores:
+    """The scores of the anchors ``rows`` (a (A,) bool mask), the candidates unchanged."""
+    return replace(
+        scores,
+        positive=scores.positive[rows],
+        logits=scores.logits[rows],
+        mask=scores.mask[rows],
+        anchor_norms=scores.anchor_norms[rows],
+        positive_norms=scores.positive_norms[rows],
+        anchor_labels=None if scores.anchor_labels is None else scores.anchor_labels[rows],
+        valid_counts=None,
+    )
 
 
 def _integer_labels(labels: Tensor | None, rows: int) -> Tensor:

@@ -8,12 +8,12 @@ The coupling between anchors and candidates with uniform marginals and a forbidd
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
+from hardneg import _warnings
 from hardneg._validation import check_positive
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
 from hardneg.negatives.sinkhorn import METHODS, SinkhornResult, sinkhorn_log
@@ -310,20 +310,20 @@ class OptimalTransport(NegativeDistribution):
             max_iter=self.max_iter, method=self.method, differentiable=self.differentiable,
         )
         if not res.converged:
-            self.warn_not_converged(stacklevel=4)
+            self.warn_not_converged()
         return ell, res
 
-    def warn_not_converged(self, *, stacklevel: int = 2) -> None:
-        """The ``RuntimeWarning`` of a solve that stopped at ``max_iter`` (both engines)."""
+    def warn_not_converged(self) -> None:
+        """The ``RuntimeWarning`` of a solve that stopped at ``max_iter`` (both engines), at the
+        user's line (:func:`hardneg._warnings.warn`)."""
         # one text per setting, so Python shows it once per process, not once per step; the
         # error of each call is in the SinkhornResult (``details``)
-        warnings.warn(
+        _warnings.warn(
             f"OptimalTransport: Sinkhorn stopped at max_iter={self.max_iter} with a row-marginal "
             f"L1 error above tol={self.tol:g} (epsilon={self.epsilon:g}); increase max_iter or "
             "epsilon, or check that the mask admits a coupling with uniform marginals (shown "
             "once; each call's error is in its SinkhornResult)",
             RuntimeWarning,
-            stacklevel=stacklevel,
         )
 
     def log_weights(self, scores: Scores) -> Tensor | None:

@@ -47,7 +47,7 @@ class SinkhornTiles:
         tol: stop when the L1 error of the row marginals is ≤ ``tol``.
         max_iter: iteration cap.
         method: ``"stabilized"`` or ``"log"``.
-        warn_not_converged: called (with ``stacklevel=``) when the solve stops at ``max_iter``.
+        warn_not_converged: called when the solve stops at ``max_iter``.
 
     References:
         Jiang, Ishwar, Aeron, arXiv:2111.03169, §VI, eq. (5)–(7) (the coupling); Cuturi,

@@ -465,7 +465,7 @@ def tiled_ot_loss(
         method=negatives.method, tile=tile,
     )
     if not res.converged:
-        negatives.warn_not_converged(stacklevel=4)
+        negatives.warn_not_converged()
     if validate:
         check_rows_nonempty(res.counts)
     lws = ot_weighted_lse(anchors, candidates, res, rule, kernel, temperature=temperature, tile=tile)
