@@ -430,9 +430,11 @@ def _prepared(*tensors: Tensor) -> list[Tensor]:
 
 
 def _exponents(exponents: tuple[float, ...], like: Tensor) -> Tensor:
+    """The exponents on ``like``'s device, copied from pinned memory without a synchronisation."""
     if not exponents:
         raise ValueError("exponents must name at least one exponent, got ()")
-    return torch.tensor([float(e) for e in exponents], dtype=like.dtype, device=like.device)
+    a = torch.tensor([float(e) for e in exponents], dtype=like.dtype)
+    return a.pin_memory().to(like.device, non_blocking=True) if like.is_cuda else a
 
 
 def lse(anchors: Tensor, candidates: Tensor, exponents: tuple[float, ...], rule: TileMask, *,
