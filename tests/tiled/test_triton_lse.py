@@ -143,11 +143,16 @@ def test_lse_equals_the_float64_rederivation(case: str, dtype: torch.dtype) -> N
         torch.testing.assert_close(g_got.to(F64), g_want, rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("exponents", [(3.0, 2.0), (-0.5, 0.5, -1.0)])
-def test_symmetric_lse_equals_the_float64_rederivation(exponents: tuple[float, ...]) -> None:
+@pytest.mark.parametrize(("exponents", "d", "blocks"), [
+    ((3.0, 2.0), 6, None),
+    ((-0.5, 0.5, -1.0), 6, None),
+    ((1.5, 0.5), 40, kernel.Blocks(16, 16, 16, 1, 1)),  # features in three chunks
+])  # fmt: skip
+def test_symmetric_lse_equals_the_float64_rederivation(exponents: tuple[float, ...], d: int,
+                                                       blocks: kernel.Blocks | None) -> None:
     """SimCLR's layout: ``s = c·v vᵀ``, the view itself and its partner excluded, labels shared;
     the one row-block backward kernel against autograd through the re-derivation."""
-    b, d, scale = 11, 6, 2.0
+    b, scale = 11, 2.0
     n = 2 * b
     v = _inputs(n, 1, d, F64, seed=3)[0]
     i = torch.arange(n)
@@ -155,7 +160,7 @@ def test_symmetric_lse_equals_the_float64_rederivation(exponents: tuple[float, .
     labels = torch.randint(-1, 3, (b,), generator=torch.Generator().manual_seed(4)).repeat(2)
     rule = TileMask(n, n, excluded=excluded, anchor_labels=labels, candidate_labels=labels,
                     collision_free=True)
-    lse, counts = kernel.lse_symmetric(v, scale, exponents, rule)
+    lse, counts = kernel.lse_symmetric(v, scale, exponents, rule, blocks=blocks)
     vr = v.detach().clone().requires_grad_()
     valid = _valid(n, n, excluded, (labels, labels), None)
     ref = _reference_lse(scale * vr, vr, exponents, valid)
