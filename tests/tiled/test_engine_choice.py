@@ -74,7 +74,8 @@ def test_forced_engines() -> None:
     with pytest.raises(ValueError, match=r"tiled engine .* row-wise .*JensenShannon"):
         ContrastiveLoss(engine="tiled", objective=objectives.JensenShannon()).engine_for(8, 8)
     with pytest.raises(
-        ValueError, match=r"engine must be one of \('auto', 'materialised', 'tiled', 'gathered'\), got 'fast'"
+        ValueError,
+        match=r"engine must be one of \('auto', 'materialised', 'tiled', 'gathered', 'fused'\), got 'fast'",
     ):
         ContrastiveLoss(engine="fast")
 

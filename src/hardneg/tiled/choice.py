@@ -20,6 +20,7 @@ from hardneg.negatives.subsample import identity_unwrapped, split_subsample
 from hardneg.negatives.tiling import TileWeights
 from hardneg.objectives.base import Objective
 from hardneg.tiled.coupling import check_ot_objective
+from hardneg.tiled.fused import fused_refusal, require_triton
 from hardneg.tiled.gathered import check_gatherable
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
     "tile_for_budget",
 ]
 
-ENGINES = ("auto", "materialised", "tiled", "gathered")
+ENGINES = ("auto", "materialised", "tiled", "gathered", "fused")
 
 # Anchors × candidates (A·N) from which the tiled engine is the faster one, per device type,
 # for Uniform and Hard negatives, fwd + bwd, d = 128, float32 (``benchmarks/bench_tiled.py``
@@ -72,10 +73,11 @@ def speed_tile(kind: str, num_anchors: int, num_candidates: int) -> int:
 
 
 class EngineChoice(NamedTuple):
-    """Which engine computes a batch: ``engine`` (``"materialised"``, ``"tiled"`` or
-    ``"gathered"``), the tile side (``None`` unless tiled) and the reason (``"memory budget"``,
-    ``"speed crossover (…)"``, ``"K-subsampled (…)"``, ``"forced"``, ``"below the speed crossover
-    (…)"`` or ``"not supported by the tiled engine"``)."""
+    """Which engine computes a batch: ``engine`` (``"materialised"``, ``"tiled"``, ``"gathered"``
+    or ``"fused"``), the tile side (``None`` unless tiled or fused: the fused engine's fallback
+    streams use it) and the reason (``"memory budget"``, ``"speed crossover (…)"``,
+    ``"K-subsampled (…)"``, ``"forced"``, ``"below the speed crossover (…)"``, ``"not supported by
+    the tiled engine"`` or, asked for ``"fused"``, ``"not supported by the fused kernel (…)"``)."""
 
     engine: str
     tile: int | None
@@ -109,7 +111,11 @@ def choose_engine(
     memory); else the materialised engine.
     ``materialised`` raises ``ValueError`` beyond the budget; ``tiled`` raises ``ValueError`` for
     what the tiled engine does not support (:func:`check_tileable`), ``gathered`` for what the
-    gathered one does not (:func:`~hardneg.tiled.gathered.check_gatherable`). ``tile_size``
+    gathered one does not (:func:`~hardneg.tiled.gathered.check_gatherable`). ``fused`` (opt-in;
+    ``auto`` never picks it: :mod:`hardneg.tiled.fused`) raises as ``tiled`` does, and
+    ``ModuleNotFoundError`` without triton; what its kernel does not express falls back to the
+    gathered engine (K-subsampled, as ``auto`` would) or the tiled one, the reason saying why
+    (:func:`~hardneg.tiled.fused.fused_refusal`). ``tile_size``
     overrides every tile side. Shapes: A anchors × N candidates; the materialised engine holds
     about four (A, N) matrices (:func:`materialised_bytes`), the tiled one (online softmax,
     Milakov & Gimelshein, arXiv:1805.02867, 2018; tiled as in Inf-CL, Cheng et al.,
@@ -135,6 +141,17 @@ def choose_engine(
     if engine == "gathered":
         check_gatherable(negatives)
         return EngineChoice("gathered", None, "forced")
+    if engine == "fused":
+        require_triton()
+        check_tileable(negatives, objective)
+        why = fused_refusal(negatives, objective, kind, num_valid=num_valid)
+        tile = budget_tile if over else fast_tile
+        if why is None:
+            return EngineChoice("fused", tile, "forced")
+        gathered = _gather_choice(num_anchors, num_candidates, dtype, kind, negatives, memory_budget)
+        if gathered is None:
+            return EngineChoice("tiled", tile, f"not supported by the fused kernel ({why})")
+        return gathered._replace(reason=f"not supported by the fused kernel ({why}); {gathered.reason}")
     gathered = _gather_choice(num_anchors, num_candidates, dtype, kind, negatives, memory_budget)
     if gathered is not None:
         return gathered

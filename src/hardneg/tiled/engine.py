@@ -89,6 +89,7 @@ def tiled_loss(
     symmetric: bool = False,
     compiled: bool = False,
     validate: bool = True,
+    fused: bool = False,
 ) -> LossOutput:
     """Steps 2–4 for prepared embeddings (normalised or not), never forming the (A, N) matrix.
 
@@ -99,7 +100,9 @@ def tiled_loss(
     and the exclusions pair up; the log-sum-exp then computes each tile pair once
     (:func:`~hardneg.tiled.symmetric.tiled_lse_symmetric`) unless K-subsampling breaks the symmetry.
     ``compiled=True`` fuses each tile's element-wise work with ``torch.compile``
-    (:mod:`hardneg.tiled.compiled`; the first call compiles). ``validate=False`` skips the one
+    (:mod:`hardneg.tiled.compiled`; the first call compiles); ``fused=True`` computes the
+    log-sum-exps with the fused Triton kernel instead (:mod:`hardneg.tiled.fused`; the caller
+    checked :func:`~hardneg.tiled.fused.fused_refusal`). ``validate=False`` skips the one
     host read that checks every anchor has a valid negative. The per-tile work reads no tensor
     value: the tiles' exponent floors and the shared-shift safety are decided once per call
     (:func:`~hardneg.tiled.lse.plan_tiles`).
@@ -125,6 +128,7 @@ def tiled_loss(
         symmetric: the anchors are the candidates (see above).
         compiled: fuse each tile's element-wise work with ``torch.compile``.
         validate: check that every anchor has a valid negative (one host read).
+        fused: the log-sum-exps by the fused Triton kernel (``engine="fused"``).
 
     Shapes:
         ``anchors``, ``positives`` (A, d); ``candidates`` (N, d); norms (A,), (A,), (N,);
@@ -175,7 +179,16 @@ def tiled_loss(
     beta = weights.effective_tilt(anchors.dtype)
     exponents = weights.exponents(diagnostics=diagnostics, dtype=anchors.dtype)
     at = anchors / temperature
-    if min(exponents) <= 0:  # a negative tilt β: β (and 1 + β when β ≤ −1) is not positive
+    symmetric = symmetric and rule.subsample_index is None and rule.explicit is None and rule.symmetric_labels
+    if fused:  # one kernel, exponents of any sign
+        from hardneg.tiled.fused import fused_lse, fused_lse_symmetric
+
+        lse, counts = (
+            fused_lse_symmetric(candidates, 1.0 / temperature, exponents, rule)
+            if symmetric
+            else fused_lse(at, candidates, exponents, rule)
+        )
+    elif min(exponents) <= 0:  # a negative tilt β: β (and 1 + β when β ≤ −1) is not positive
         lse, counts = _signed_lse(at, candidates, exponents, rule, tile=tile, compiled=compiled)
     else:
         # log Σ e^{a_e s} = log Σ e^{(a_e / u) (u s)}: the streamed logits are u·s with u the
@@ -183,7 +196,7 @@ def tiled_loss(
         # tile and 1 + β = kβ is the integer power k of it (the anchors are scaled once, O(A·d))
         unit = min(exponents) if 1e-3 <= min(exponents) != 1.0 else 1.0
         streamed = tuple(e / unit for e in exponents)
-        if symmetric and rule.subsample_index is None and rule.explicit is None and rule.symmetric_labels:
+        if symmetric:
             lse, counts = tiled_lse_symmetric(
                 candidates, unit / temperature, streamed, rule, tile=tile, compiled=compiled
             )
