@@ -175,6 +175,7 @@ def test_a_path_too_long_for_the_filesystem_is_an_invalid_value() -> None:
         load_config("sentences", ["eval.senteval=" + "a" * 300])
 
 
+@pytest.mark.slow
 def test_every_override_of_every_key_is_a_config_error_or_a_config() -> None:
     """A little fuzzing of the override parser: no value of any key of ``digits`` raises anything but
     :class:`ConfigError` (nested lists, mappings, null, booleans, 1e999, nan, huge integers, ...)."""
