@@ -139,7 +139,7 @@ def test_a_list_or_mapping_where_a_name_is_expected(override: str, key: str) -> 
         ("trainer.max_steps=[1]",
          "invalid value for 'trainer.max_steps': lightning.Trainer takes int, got [1]"),
         ("trainer.limit_train_batches=abc",
-         "invalid value for 'trainer.limit_train_batches': lightning.Trainer takes int or float or null, "
+         "invalid value for 'trainer.limit_train_batches': lightning.Trainer takes float or int or null, "
          "got 'abc'"),
         ("trainer.profiler=3",
          "invalid value for 'trainer.profiler': lightning.Trainer takes Profiler or str or null, got 3"),

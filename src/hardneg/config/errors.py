@@ -179,7 +179,7 @@ def from_validation_error(err: ValidationError, model: type[BaseModel], prefix: 
         loc = loc[:-1]
         each = [_constraint(x["type"], x.get("ctx") or {}, x["msg"])
                 for x in errors if tuple(x["loc"][:-1]) == loc]
-        what = "must be " + " or ".join(dict.fromkeys(w.removeprefix("must be ") for w in each))
+        what = "must be " + " or ".join(sorted({w.removeprefix("must be ") for w in each}))  # any union order
     if e["type"] == "missing":
         return ConfigError(f"missing config key '{_loc(prefix, loc)}': {what}")
     if e["type"] == "int_parsing_size":  # the text of an integer of more digits than Python converts

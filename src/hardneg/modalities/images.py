@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from hardneg.config import DataSection
-from hardneg.config.errors import ConfigError, shown
+from hardneg.config.errors import ConfigError
 from hardneg.data.images import LabeledImages
 from hardneg.data.splits import IMAGE_DATASETS
 from hardneg.modalities.base import IdentityViews, ImageViews, TwoViewModality, ViewMaker
@@ -63,7 +63,7 @@ def _check_root(d: Any) -> None:
     if d.dataset in ("digits", "random") or (d.root is None and d.dataset == "fashion_mnist"):
         return
     if d.root is None or not os.path.exists(Path(d.root).expanduser()):  # False for a name too long, too
-        got = "None" if d.root is None else f"{shown(d.root)}, which does not exist"
+        got = "None" if d.root is None else f"'{d.root}', which does not exist"
         raise ConfigError(
             f"invalid value for 'data.root': data.dataset={d.dataset!r} reads {root_layout(d.dataset)} "
             f"from a folder (nothing is downloaded), got {got}"

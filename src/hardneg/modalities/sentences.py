@@ -38,7 +38,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from hardneg.config import DataSection
-from hardneg.config.errors import ConfigError, shown
+from hardneg.config.errors import ConfigError
 from hardneg.config.schema import EvalSection, Section, TrainConfig
 from hardneg.data.text.splits import TokenSplit
 from hardneg.modalities.base import EvalResult, OwnStepModality
@@ -439,7 +439,7 @@ def _check_senteval_folder(folder: str, names: list[str], tasks: list[str] | Non
 
     if not os.path.isdir(folder):
         raise ConfigError(
-            f"invalid value for 'eval.senteval': must be a folder of SentEval tasks, got {shown(folder)}"
+            f"invalid value for 'eval.senteval': must be a folder of SentEval tasks, got {folder!r}"
         )
     if tasks is not None and not names:
         raise ConfigError(

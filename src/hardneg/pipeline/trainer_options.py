@@ -66,9 +66,11 @@ def _argument_type(key: str) -> tuple[Any, TypeAdapter[Any]]:
 
 
 def _type_text(annotation: Any) -> str:
-    """``Optional[Union[int, float]]`` → ``int or float or null``."""
+    """``Optional[Union[int, float]]`` → ``float or int or null`` (members sorted: typing caches a union
+    by its set of members, so their order depends on which equal union was written first)."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return " or ".join(_type_text(a) for a in typing.get_args(annotation))
+        members = sorted(_type_text(a) for a in typing.get_args(annotation) if a is not type(None))
+        return " or ".join(members + ["null"] * (type(None) in typing.get_args(annotation)))
     if annotation is type(None):
         return "null"
     return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")
