@@ -178,3 +178,11 @@ def test_one_version_everywhere() -> None:
     changelog = re.search(r"^## (\d+\.\d+\.\d+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
     assert citation and changelog
     assert PYPROJECT["project"]["version"] == hardneg.__version__ == citation.group(1) == changelog.group(1)
+
+
+def test_python_minus_m_hardneg_names_the_cli_extra_in_one_line() -> None:
+    done = _run_without_extras("import runpy\nrunpy.run_module('hardneg', run_name='__main__')\n")
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith('error: the command line needs the "cli" extra'), done.stderr

@@ -14,6 +14,7 @@ from torch import Tensor
 __all__ = [
     "BETA_MAX",
     "TEMPERATURE_RANGE",
+    "NonFiniteError",
     "check_beta",
     "check_embeddings",
     "check_finite_tensor",
@@ -29,6 +30,11 @@ TEMPERATURE_RANGE = (1e-4, 1e4)
 BETA_MAX = 1e6
 
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+class NonFiniteError(ValueError):
+    """A tensor that must be finite holds NaN or Inf (in training: the run has diverged, or its data
+    is not finite)."""
 
 
 def check_positive(name: str, value: float, *, strict: bool = True) -> float:
@@ -58,7 +64,7 @@ def check_in_interval(
 
 
 def check_finite_tensor(name: str, x: Tensor) -> None:
-    """Raise ``ValueError`` if ``x`` holds NaN or Inf.
+    """Raise :class:`NonFiniteError` (a ``ValueError``) if ``x`` holds NaN or Inf.
 
     A NaN or an Inf entry makes the sum non-finite, so a finite sum (one reduction, no copy)
     proves every entry finite; only a non-finite sum (a bad entry, or finite entries whose sum
@@ -68,7 +74,7 @@ def check_finite_tensor(name: str, x: Tensor) -> None:
         return
     if not bool(torch.isfinite(x).all()):
         bad = int((~torch.isfinite(x)).sum())
-        raise ValueError(f"{name} must be finite, got {bad} non-finite entries (NaN or Inf)")
+        raise NonFiniteError(f"{name} must be finite, got {bad} non-finite entries (NaN or Inf)")
 
 
 def check_rows_nonempty(counts: Tensor) -> None:

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hardneg import distributed
-from hardneg._validation import check_in_interval
+from hardneg._validation import NonFiniteError, check_in_interval
 from hardneg.reduction import LossOutput
 from hardneg.scores import compute_dtype
 
@@ -189,7 +189,7 @@ class MemoryQueue(nn.Module):
             read = torch.stack(flags).tolist()
             if not read[0]:
                 bad = int((~torch.isfinite(keys)).any(dim=1).sum())
-                raise ValueError(
+                raise NonFiniteError(
                     f"keys must be finite, got {bad} of {keys.shape[0]} rows with NaN or Inf "
                     "(a non-finite key would poison every later loss computed with the queue)"
                 )

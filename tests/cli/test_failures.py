@@ -137,3 +137,12 @@ def test_a_folder_another_process_writes_is_refused_and_kept(tmp_path: Path) -> 
         assert f"(PID {os.getpid()})" in line
     assert (run / "checkpoints" / "last.ckpt").read_bytes() == b"the other run's checkpoint"
     assert sorted(p.name for p in run.rglob("*")) == ["checkpoints", "config.yaml", "last.ckpt"]
+
+
+@pytest.mark.slow
+def test_a_diverging_run_is_one_error_line_with_the_epoch_the_loss_and_advice(tmp_path: Path) -> None:
+    line = _one_error(_invoke("train", "digits", *QUICK, "train.lr=1e12", "train.optimizer=sgd",
+                              "--out", str(tmp_path / "run"), "-q"))
+    assert re.match(r"error: training diverged at epoch 1, batch \d+ \(after \d+ optimiser steps\): .*; "
+                    r"the last finite loss was \S+ \(epoch 1, batch \d+\)\. Try a lower train\.lr "
+                    r"\(now 1e\+12\), train\.optimizer=adam or train\.gradient_clip_norm=1\.0$", line), line

@@ -113,3 +113,111 @@ def test_version_and_help_read_plainly() -> None:
                                capture_output=True, text=True, timeout=120)
         assert shown.returncode == 0, shown.stderr
         assert "<bool>" not in shown.stdout and "--help" in shown.stdout, shown.stdout
+
+
+def _command_paths() -> list[list[str]]:
+    """Every command and sub-command of ``hardneg`` as the words that invoke it (the root is ``[]``)."""
+    import typer.main
+
+    from hardneg.cli import app
+
+    paths: list[list[str]] = []
+
+    def walk(command, path: list[str]) -> None:  # type: ignore[no-untyped-def]
+        paths.append(path)
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return paths
+
+
+def test_minus_h_is_help_on_every_command() -> None:
+    from typer.testing import CliRunner
+
+    from hardneg.cli import app
+
+    paths = _command_paths()
+    assert ["theory", "optimal-k"] in paths and ["data", "wiki"] in paths and len(paths) >= 20
+    for path in paths:
+        short, long = CliRunner().invoke(app, [*path, "-h"]), CliRunner().invoke(app, [*path, "--help"])
+        assert short.exit_code == 0, (path, short.output)
+        assert short.output == long.output and short.output.startswith("Usage: "), path
+        assert "-h, --help" in short.output, path
+
+
+def test_python_minus_m_hardneg_is_the_hardneg_command() -> None:
+    from hardneg import __version__
+
+    version = subprocess.run([sys.executable, "-m", "hardneg", "--version"], env=cli_env(),
+                             capture_output=True, text=True, timeout=120)
+    assert (version.returncode, version.stdout.strip()) == (0, f"hardneg {__version__}"), version.stderr
+    shown = subprocess.run([sys.executable, "-m", "hardneg", "-h"], env=cli_env(), capture_output=True,
+                           text=True, timeout=120)
+    assert shown.returncode == 0 and shown.stdout.startswith("Usage: python -m hardneg "), shown.stderr
+    assert all(f"  {name} " in shown.stdout for name in ("train", "config", "theory", "data")), shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["theory", "optimal-k", "--classes", "-3"],
+         "error: invalid value for '--classes': must be an integer >= 2, got -3"),
+        (["theory", "collision", "-C", "3", "-K", "-1"],
+         "error: invalid value for '--negatives': must be an integer >= 0, got -1"),
+        (["theory", "tammes", "--points", "1"],
+         "error: invalid value for '--points': must be an integer >= 2, got 1"),
+        (["data", "wiki", "out.tsv", "--sample", "--min-sentences", "3", "--max-sentences", "1"],
+         "error: invalid value for '--max-sentences': must be an int >= --min-sentences = 3, got 1"),
+    ],
+)
+def test_errors_name_the_option_not_the_library_s_parameter(args: list[str], line: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from hardneg.cli import app
+
+    result = CliRunner().invoke(app, [a.replace("out.tsv", str(tmp_path / "out.tsv")) for a in args])
+    assert result.exit_code == 2 and result.stderr.strip() == line, result.output
+
+
+def test_every_option_name_is_one_option() -> None:
+    """The parameter → option map is read from the commands; each parameter is the same option
+    wherever it appears (else the map could not name it)."""
+    import typer.main
+
+    from hardneg.cli._options import option_names
+    from hardneg.cli.data import app as data_app
+    from hardneg.cli.theory import app as theory_app
+
+    for sub in (theory_app, data_app):
+        group = typer.main.get_command(sub)
+        commands = [group, *group.commands.values()]  # type: ignore[attr-defined]
+        every = {p.name for c in commands for p in c.params if any(o.startswith("--") for o in p.opts)}
+        assert set(option_names(sub)) == every
+    assert option_names(theory_app)["classes"] == "--classes"
+
+
+def test_theory_figures_into_a_file_is_one_error_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from hardneg.cli import app
+
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    result = CliRunner().invoke(app, ["theory", "figures", str(target / "figs")])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"error: Not a directory: '{target / 'figs'}'", result.stderr
+
+
+def test_the_help_of_commands_reading_configs_says_imports_run_code() -> None:
+    from typer.testing import CliRunner
+
+    from hardneg.cli import app
+
+    for command in ("config", "train", "compare", "sweep"):
+        shown = " ".join(CliRunner().invoke(app, [command, "--help"]).output.split())
+        assert "`imports:` lists are imported first, which runs their code" in shown, command
+    shown = " ".join(CliRunner().invoke(app, ["config", "--help"]).output.split())
+    assert "importing a module runs the code at its top level" in shown
+    shown = " ".join(CliRunner().invoke(app, ["evaluate", "--help"]).output.split())
+    assert "lists under `imports:` are imported, which runs their code" in shown

@@ -34,6 +34,7 @@ try:
 except ModuleNotFoundError as _err:
     raise extra_error(_err, "hardneg.cli (the command line)") from _err
 
+from hardneg.cli._options import HELP, describe
 from hardneg.cli.data import app as data_app
 from hardneg.cli.theory import app as theory_app
 
@@ -41,7 +42,7 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     rich_markup_mode=None,  # click's plain help: typer's rich panels print '<bool>' for flags
-
+    context_settings=HELP,  # -h is --help, on every command and sub-command
     name="hardneg",
     help="Contrastive learning in which the distribution of negatives is what you control.",
     no_args_is_help=True,
@@ -50,7 +51,9 @@ app = typer.Typer(
 )
 
 ConfigArg = Annotated[
-    str, typer.Argument(help="YAML file, or a packaged config name (see `hardneg configs`).")
+    str, typer.Argument(help="YAML file, or a packaged config name (see `hardneg configs`). The modules its "
+                             "`imports:` lists are imported first, which runs their code: use only configs "
+                             "you trust.")
 ]
 OverridesArg = Annotated[
     list[str] | None,
@@ -89,16 +92,8 @@ def _quiet_lightning() -> None:
     quiet_lightning()
 
 
-def _describe(err: BaseException) -> str:
-    """One line for a failure the user can cause; an ``OSError`` names its path and the reason."""
-    if isinstance(err, OSError) and err.strerror:
-        where = f": '{err.filename}'" if err.filename is not None else ""
-        return f"{err.strerror}{where}"
-    return " ".join(str(err).split()) or type(err).__name__
-
-
 def _fail(err: BaseException) -> typer.Exit:
-    _echo(f"error: {_describe(err)}")
+    _echo(f"error: {describe(err)}")
     return typer.Exit(code=2)
 
 
@@ -231,7 +226,9 @@ def _train(cfg, out: Path | None, *, resume: bool, force: bool, quiet: bool) -> 
 
 
 @app.command()
-def evaluate(run: Annotated[Path, typer.Argument(help="run folder written by `hardneg train`")],
+def evaluate(run: Annotated[Path, typer.Argument(
+                 help="run folder written by `hardneg train` (the modules its config.yaml lists under "
+                      "`imports:` are imported, which runs their code)")],
              checkpoint: Annotated[Path | None, typer.Option(help="checkpoint (default: last.ckpt)")] = None,
              figures: Annotated[bool, typer.Option("--figures/--no-figures", help="write figures")] = True,
              senteval: Annotated[Path | None, typer.Option(
@@ -425,7 +422,11 @@ def _data_roots(items: list[str] | None) -> dict[str, str]:
 
 @app.command("config")
 def show_config(config: ConfigArg, overrides: OverridesArg = None) -> None:
-    """Print the resolved config (defaults + file + overrides) as YAML."""
+    """Print the resolved config (defaults + file + overrides) as YAML.
+
+    Like train, it first imports the modules the config lists under `imports:` (found on Python's
+    import path, sys.path): importing a module runs the code at its top level.
+    """
     from hardneg.pipeline.config import dump_yaml
 
     typer.echo(dump_yaml(_load(config, overrides)), nl=False)

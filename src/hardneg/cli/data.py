@@ -20,10 +20,13 @@ from typing import Annotated
 
 import typer
 
+from hardneg.cli._options import HELP, describe, in_option_words
+
 __all__ = ["app"]
 
 app = typer.Typer(
     rich_markup_mode=None,  # click's plain help: typer's rich panels print '<bool>' for flags
+    context_settings=HELP,
     help="Build corpora: Wikipedia XML dump -> article-labelled sentences (TSV); "
     "SentEval task folders from installed packages.",
     no_args_is_help=True,
@@ -59,7 +62,7 @@ def wiki(
                                    max_sentences=max_sentences, seed=seed)
         _write_naming(out, lambda: write_article_tsv(corpus, out))
     except (ValueError, OSError) as err:
-        typer.echo(f"error: {' '.join(str(err).split())}", err=True)
+        typer.echo(f"error: {in_option_words(describe(err), app)}", err=True)
         raise typer.Exit(code=2) from None
     counts = corpus.sentences_per_article()
     typer.echo(f"{out}: {len(corpus)} sentences of {corpus.num_articles} articles "
@@ -95,7 +98,7 @@ def senteval(
         written = prepare_senteval(out, seed=seed, tasks=tasks.split(","))
         summaries = [f"{read_task(name, folder).summary()} -> {folder}" for name, folder in written.items()]
     except (ValueError, OSError) as err:
-        typer.echo(f"error: {' '.join(str(err).split())}", err=True)
+        typer.echo(f"error: {in_option_words(describe(err), app)}", err=True)
         raise typer.Exit(code=2) from None
     for line in summaries:
         typer.echo(line)

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import typer
 
+from hardneg.cli._options import HELP, describe, in_option_words
+
 app = typer.Typer(
     rich_markup_mode=None,  # click's plain help: typer's rich panels print '<bool>' for flags
-
+    context_settings=HELP,
     help="Theory you can run: collision probabilities, Arora/Ash/HCL bounds, worked examples, "
     "measured-vs-bound reports, figures.",
     no_args_is_help=True,
@@ -22,7 +24,8 @@ app = typer.Typer(
 
 
 def _fail(exc: Exception) -> None:
-    typer.echo(f"error: {exc}", err=True)
+    """One ``error:`` line naming the option (``--classes``, not the calculator's ``num_classes``)."""
+    typer.echo(f"error: {in_option_words(describe(exc), app)}", err=True)
     raise typer.Exit(code=2)
 
 
@@ -229,7 +232,12 @@ def report(
         for table in rep.to_rich_tables():
             console.print(table)
     if json_out is not None:
-        json_out.write_text(json.dumps(rep.to_dict(), indent=2, default=_json_default))
+        from hardneg._io import atomic_write_text
+
+        try:
+            atomic_write_text(json_out, json.dumps(rep.to_dict(), indent=2, default=_json_default))
+        except OSError as exc:
+            _fail(OSError(exc.errno, exc.strerror, str(json_out)))
         typer.echo(f"wrote {json_out}")
 
 
@@ -246,5 +254,10 @@ def figures(outdir: Path = typer.Argument(..., help="output folder")) -> None:
     """Write the Ash coefficient and f₁/f₂ crossing figures (PNG)."""
     from hardneg.figures.theory import write_all_figures
 
-    for p in write_all_figures(outdir):
+    try:
+        written = write_all_figures(outdir)
+    except OSError as exc:
+        _fail(exc if exc.filename else OSError(exc.errno, exc.strerror, str(outdir)))
+        return
+    for p in written:
         typer.echo(f"wrote {p}")

@@ -5,7 +5,7 @@ the schema (:mod:`hardneg.config.schema`) and :class:`ConfigError` (:mod:`hardne
 so that a modality can declare its own data section without importing the pipeline.
 """
 
-from hardneg.config.errors import ConfigError, from_validation_error, unknown_key
+from hardneg.config.errors import ConfigError, from_validation_error, shown, unknown_key
 from hardneg.config.schema import (
     CompareConfig,
     DataSection,
@@ -36,5 +36,6 @@ __all__ = [
     "TrainConfig",
     "from_validation_error",
     "moco_section",
+    "shown",
     "unknown_key",
 ]

@@ -30,6 +30,8 @@ from pydantic import (
     field_validator,
 )
 
+from hardneg.config.errors import INT64, int_range
+
 PositiveInt = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 
@@ -55,6 +57,21 @@ def _members(annotation: Any) -> set[Any]:
     return {a for arg in args for a in _members(arg)} if args else {annotation}
 
 
+def _extreme_int(value: Any, lo: int, hi: int) -> int:
+    """An integer of ``value`` (or of the lists and mappings it holds) outside ``[lo, hi]``, else ``lo``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and not lo <= item <= hi:
+            return item
+        if isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return lo
+
+
 class Section(BaseModel):
     """Base of every section: unknown keys are errors, NaN/Inf are rejected, assignment validated."""
 
@@ -68,6 +85,19 @@ class Section(BaseModel):
             annotation = cls.model_fields[info.field_name].annotation
             if bool not in _members(annotation) and _members(annotation) & {int, float}:
                 raise ValueError("must be a number, not a boolean")
+        return value
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _integers_fit_64_bits(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every integer fits in 64 bits (:data:`~hardneg.config.errors.INT64`), the integers torch and
+        numpy take: ``model.width=10**30`` is refused here, not by a traceback of torch."""
+        lo, hi = INT64
+        if info.field_name is not None and not lo <= _extreme_int(value, lo, hi) <= hi:
+            if isinstance(value, int):
+                lo, hi = int_range(cls.model_fields[info.field_name])
+                raise ValueError(f"must be an integer from {lo} to {hi}")
+            raise ValueError(f"its integers must be from {lo} to {hi} (64 bits)")
         return value
 
 
@@ -245,7 +275,7 @@ class CompareConfig(Section):
             ),
         ]
     )
-    seeds: list[int] = Field(
+    seeds: list[Seed] = Field(
         default_factory=lambda: [0, 1, 2], min_length=1, description="seeds of every strategy"
     )
     workers: int = Field(1, ge=1, description="runs trained in parallel processes")
@@ -255,7 +285,7 @@ class SweepConfig(Section):
     """``hardneg sweep``: a grid over dotted keys."""
 
     grid: dict[str, list[Any]] = Field(default_factory=lambda: {"loss.temperature": [0.2, 0.5]})
-    seeds: list[int] = Field(
+    seeds: list[Seed] = Field(
         default_factory=lambda: [0], min_length=1, description="seeds of every grid point"
     )
     workers: int = Field(1, ge=1, description="runs trained in parallel processes")

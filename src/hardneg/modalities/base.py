@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 import torch
 from torch import Tensor, nn
 
+from hardneg.config.errors import shown
 from hardneg.config.schema import DataSection, EvalSection
 from hardneg.modalities.memory import MemoryTerm
 from hardneg.modalities.readouts import ReadoutEval
@@ -361,11 +362,9 @@ def register_modality(modality: Modality[Any, Any]) -> Modality[Any, Any]:
 def get_modality(name: str) -> Modality[Any, Any]:
     """The modality of ``data.dataset`` (or of an old name in its ``dataset_aliases``); raises
     ``ValueError`` naming the registered data sets."""
-    if name not in _REGISTRY and name in _ALIASES:
-        return _ALIASES[name]
-    if name not in _REGISTRY:
-        raise ValueError(f"data.dataset must be one of {sorted(_REGISTRY)}, got {name!r}")
-    return _REGISTRY[name]
+    if not isinstance(name, str) or (name not in _REGISTRY and name not in _ALIASES):
+        raise ValueError(f"data.dataset must be one of {sorted(_REGISTRY)}, got {shown(name)}")
+    return _REGISTRY[name] if name in _REGISTRY else _ALIASES[name]
 
 
 def dataset_names() -> tuple[str, ...]:

@@ -12,6 +12,7 @@ linear / kNN / mean-classifier readouts.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -61,7 +62,7 @@ def _check_root(d: Any) -> None:
 
     if d.dataset in ("digits", "random") or (d.root is None and d.dataset == "fashion_mnist"):
         return
-    if d.root is None or not Path(d.root).expanduser().exists():
+    if d.root is None or not os.path.exists(Path(d.root).expanduser()):  # False for a name too long, too
         got = "None" if d.root is None else f"'{d.root}', which does not exist"
         raise ConfigError(
             f"invalid value for 'data.root': data.dataset={d.dataset!r} reads {root_layout(d.dataset)} "

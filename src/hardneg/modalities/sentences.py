@@ -25,6 +25,7 @@ packages into a temporary folder (``hardneg data senteval`` writes them once).
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -123,11 +124,11 @@ class SentEvalSection(EvalSection):
 
         folder = self.senteval
         if self.senteval_tasks:
-            return [resolve_task_name(t, folder if folder and Path(folder).is_dir() else None)
+            return [resolve_task_name(t, folder if folder and os.path.isdir(folder) else None)
                     for t in self.senteval_tasks]
         if folder is None:
             return list(_DEFAULT_TASKS)
-        return find_tasks(folder) if Path(folder).is_dir() else []
+        return find_tasks(folder) if os.path.isdir(folder) else []
 
     def table_metrics(self) -> tuple[str, ...]:
         """``{task}_acc`` of SentEval's six tasks (in SentEval's order), then of each custom task run."""
@@ -414,7 +415,7 @@ def _check_senteval(folder: str | None, tasks: list[str] | None) -> None:
     names: list[str] = []
     for task in tasks or []:
         try:
-            names.append(resolve_task_name(task, folder if folder and Path(folder).is_dir() else None))
+            names.append(resolve_task_name(task, folder if folder and os.path.isdir(folder) else None))
         except ValueError as err:
             raise ConfigError(f"invalid value for 'eval.senteval_tasks': {err}") from None
     if folder is None:
@@ -436,7 +437,7 @@ def _check_senteval_folder(folder: str, names: list[str], tasks: list[str] | Non
     from hardneg.senteval.readers import find_tasks, missing_task_files, task_files, task_present
     from hardneg.senteval.tasks import TASK_NAMES
 
-    if not Path(folder).is_dir():
+    if not os.path.isdir(folder):
         raise ConfigError(
             f"invalid value for 'eval.senteval': must be a folder of SentEval tasks, got {folder!r}"
         )

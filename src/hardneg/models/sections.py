@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import Field
 
+from hardneg.config.errors import shown
 from hardneg.config.schema import ModelSection
 
 __all__ = [
@@ -168,7 +169,7 @@ def encoder_section(name: str) -> type[ModelSection]:
     if not isinstance(name, str) or name not in _SECTIONS:
         raise ValueError(
             f"must be one of {encoder_section_names()} (an encoder of your own: register its keys with "
-            f"hardneg.models.register_encoder_section), got {name!r}"
+            f"hardneg.models.register_encoder_section), got {shown(name)}"
         )
     return _SECTIONS[name]
 

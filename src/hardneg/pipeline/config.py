@@ -48,8 +48,10 @@ from hardneg.config import (
     TrainConfig,
     from_validation_error,
     moco_section,
+    shown,
     unknown_key,
 )
+from hardneg.config.errors import INT_TEXT_DIGITS
 from hardneg.modalities import Modality, dataset_names, get_modality
 from hardneg.modalities.base import trains_with_own_step
 from hardneg.models.sections import encoder_section, encoder_section_names
@@ -82,19 +84,81 @@ _CHOOSERS = ("data.dataset", "train.mode", "model.encoder")
 _FLOAT = re.compile(r"^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$", re.IGNORECASE)
 
 
+#: Values that YAML aliases may add to a document (each alias counts the values of its anchor): enough
+#: for any config that shares a section by ``&anchor``/``*alias``, far below a "billion laughs" bomb.
+MAX_ALIAS_VALUES = 10_000
+#: Nesting depth of a YAML document (a config nests about 5 levels; Python's recursion, ~1000 frames,
+#: is what a deeper one would exhaust while it is copied and validated).
+MAX_YAML_DEPTH = 64
+
+
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """Safe YAML with duplicate keys refused and every Python float literal read as a float.
 
     Parsed by libyaml when PyYAML has it (``CSafeLoader``: about 10× faster, which a group's reuse
     check over hundreds of run folders' ``config.yaml`` notices), else in Python; the constructors
-    (the checks above) are the same Python code either way.
+    (the checks above) are the same Python code either way. The composed document is checked before
+    anything is constructed (:func:`_check_nodes`): aliases that would expand it by more than
+    :data:`MAX_ALIAS_VALUES` values, a recursive alias and nesting deeper than :data:`MAX_YAML_DEPTH`
+    are refused, in time and memory proportional to the text.
     """
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node)
+        return self.construct_document(node)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Raise :class:`ConfigError` for a composed YAML document whose aliases expand it by more than
+    :data:`MAX_ALIAS_VALUES` values, that holds a recursive alias, or that nests deeper than
+    :data:`MAX_YAML_DEPTH`. An alias is the node of its anchor seen again, so sizes are counted once
+    per distinct node (depth first, without recursion) and the expansion is never built."""
+    size: dict[int, int] = {}  # id(node) -> values in the node once its aliases are expanded
+    depth: dict[int, int] = {}
+    open_: set[int] = set()  # nodes whose children are being counted: the path from the root
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, counted = stack.pop()
+        key = id(node)
+        if counted:
+            kids = _children(node)
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            open_.discard(key)
+            if depth[key] > MAX_YAML_DEPTH:
+                raise ConfigError(f"it nests deeper than {MAX_YAML_DEPTH} levels (at line "
+                                  f"{node.start_mark.line + 1}); a config nests a few levels")
+            continue
+        if key in size:
+            continue
+        if key in open_:
+            raise ConfigError(f"the node anchored at line {node.start_mark.line + 1} holds an alias of "
+                              "itself (a recursive YAML alias), which a config cannot hold")
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((kid, False) for kid in _children(node) if id(kid) not in size)
+    added = size[id(root)] - len(size)
+    if added > MAX_ALIAS_VALUES:
+        raise ConfigError(f"its YAML aliases expand it by {added} values, more than the {MAX_ALIAS_VALUES} "
+                          "allowed (an alias bomb?); write the values out or share fewer of them")
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, typing.Hashable):
+            raise ConfigError(f"the key at line {key_node.start_mark.line + 1} is a {type(key).__name__}; "
+                              "a key must be a name (or another single value)")
         if key in seen:
             raise ConfigError(
                 f"duplicate key {key!r} at line {key_node.start_mark.line + 1} (first at line {seen[key]}); "
@@ -119,7 +183,20 @@ def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> Any:
     return value
 
 
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    """An integer; the text of one longer than Python converts (``train.epochs=1000…0``, 5 000 digits) is
+    kept as text, which validation refuses naming the key and its range."""
+    text = loader.construct_scalar(node)
+    if len(text) > INT_TEXT_DIGITS:
+        return text
+    try:
+        return loader.construct_yaml_int(node)
+    except ValueError:  # a lower sys.set_int_max_str_digits() than Python's default
+        return text
+
+
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG, _construct_str)
 
 
@@ -133,19 +210,22 @@ def _load_yaml_text(text: str, where: str) -> Any:
 
 
 def parse_overrides(items: typing.Sequence[str]) -> dict[str, Any]:
-    """``["a.b=1", "c=[1,2]"]`` → ``{"a.b": 1, "c": [1, 2]}`` (values read as YAML)."""
+    """``["a.b=1", "c=[1,2]"]`` → ``{"a.b": 1, "c": [1, 2]}`` (values read as YAML; a value that is not
+    YAML is its text; YAML that no config holds, as in a file, is an error naming the key)."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise ConfigError(
-                f"override must look like key=value (e.g. loss.negatives.beta=0.5), got {item!r}"
+                f"override must look like key=value (e.g. loss.negatives.beta=0.5), got {shown(item)}"
             )
         try:
-            out[key] = _load_yaml_text(raw, f"override {item!r}") if raw.strip() else ""
-        except ConfigError:
+            out[key] = yaml.load(raw, Loader=_Loader) if raw.strip() else ""
+        except yaml.YAMLError:  # not YAML: the text itself (name=a: b)
             out[key] = raw
+        except ConfigError as err:  # YAML a config cannot hold (an alias bomb, a duplicate key)
+            raise ConfigError(f"invalid value for '{key}': {err}") from None
     return out
 
 
@@ -168,6 +248,9 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     ordered.sort(key=lambda kv: kv[0] not in _CHOOSERS)
     for dotted, value in ordered:
         parts = dotted.split(".")
+        if len(parts) > 2 and parts[0] in _FREE_SECTIONS:
+            raise ConfigError(f"'{parts[0]}' takes lightning.Trainer arguments one level deep "
+                              f"({parts[0]}.{parts[1]}=VALUE); got override {dotted!r}")
         node = data
         for depth, part in enumerate(parts[:-1]):
             child = node.get(part)
@@ -290,7 +373,8 @@ def _encoder(name: Any, modality: Modality, by: str) -> type[Section]:
         if isinstance(name, str) and name in modality.encoders:  # a user's encoder without its section
             raise ConfigError(f"invalid value for 'model.encoder': {err}") from None
         raise ConfigError(
-            f"invalid value for 'model.encoder': {by} takes one of {sorted(modality.encoders)}, got {name!r}"
+            f"invalid value for 'model.encoder': {by} takes one of {sorted(modality.encoders)}, "
+            f"got {shown(name)}"
         ) from None
 
 
@@ -447,7 +531,7 @@ def validate(data: dict[str, Any], *, check_groups: bool = False) -> RunConfig:
     for name, dep in dependent_sections(data).items():
         raw = data.get(name, {})
         if not isinstance(raw, dict):
-            raise ConfigError(f"invalid value for '{name}': must be a mapping, got {raw!r}")
+            raise ConfigError(f"invalid value for '{name}': must be a mapping, got {shown(raw)}")
         try:
             sections[name] = dep.schema.model_validate(raw)
         except ValidationError as err:
@@ -474,7 +558,7 @@ def check_groups_of(cfg: RunConfig) -> None:
     for key, values in cfg.sweep.grid.items():
         if not values:
             raise ConfigError(
-                f"invalid value for 'sweep.grid.{key}': must be a non-empty list, got {values!r}"
+                f"invalid value for 'sweep.grid.{key}': must be a non-empty list, got {shown(values)}"
             )
     for i, strategy in enumerate(cfg.compare.strategies):
         _check_dotted(cfg, strategy.overrides, f"compare.strategies[{i}].overrides")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -35,15 +36,21 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from hardneg._validation import NonFiniteError
 from hardneg.loss import ContrastiveLoss
 from hardneg.modalities.base import ViewMaker
 from hardneg.queue import MemoryQueue, QueueLoss, momentum_update
 from hardneg.reduction import LossOutput
 from hardneg.seeding import mix_seed, step_generator
 
-__all__ = ["ContrastiveModule"]
+__all__ = ["ContrastiveModule", "TrainingDiverged"]
 
 MODES = ("simclr", "moco")
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or the embeddings of a training step are no longer finite (NaN or Inf): one line
+    naming the epoch, the batch, the last finite loss and the settings to try."""
 
 
 class ContrastiveModule(L.LightningModule):
@@ -144,6 +151,8 @@ class ContrastiveModule(L.LightningModule):
         # the last step's metrics and batch size, until the batch-end hook logs them
         self._step_metrics: tuple[dict[str, float], int] | None = None
         self._logged_step = -1  # the optimiser step whose metrics were written last
+        self._step_loss = 0.0  # the loss of the step being taken, read once by _record
+        self._last_finite: tuple[float, int, int] | None = None  # the last finite loss, its epoch and batch
 
     # -- optimisation -------------------------------------------------------------------------
     def configure_optimizers(self) -> Any:
@@ -176,6 +185,40 @@ class ContrastiveModule(L.LightningModule):
         return step_generator(self.seed, self.current_epoch, batch_idx, rank)
 
     def training_step(self, batch: tuple[Tensor, Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
+        """One step (see the module's docstring); a non-finite loss or non-finite embeddings raise
+        :class:`TrainingDiverged`, which says where and what to try."""
+        try:
+            loss = self._step(batch, batch_idx)
+        except NonFiniteError as err:  # the loss's input check: the encoder's output is not finite
+            raise self._diverged(batch_idx, f"the embeddings are not finite ({err})") from None
+        value = self._step_loss
+        if not math.isfinite(value):
+            raise self._diverged(batch_idx, f"the loss is {value}")
+        self._last_finite = (value, self.current_epoch, batch_idx)
+        return loss
+
+    def _diverged(self, batch_idx: int, what: str) -> TrainingDiverged:
+        """The error of a diverged step: where, the last finite loss, and the settings to try."""
+        steps = f"after {self.global_step} optimiser steps"
+        where = f"epoch {self.current_epoch + 1}, batch {batch_idx + 1} ({steps})"
+        if self._last_finite is None:
+            before = "no earlier step of this process had a finite loss (check the data, too)"
+        else:
+            loss, epoch, batch = self._last_finite
+            before = f"the last finite loss was {loss:.4g} (epoch {epoch + 1}, batch {batch + 1})"
+        other = "adam" if self.optimizer_name == "sgd" else "sgd"
+        tries = [f"a lower train.lr (now {self.lr:g})", f"train.optimizer={other}"]
+        trainer = self._trainer
+        if trainer is not None and self.automatic_optimization:  # GradCache steps without clipping
+            clip = trainer.gradient_clip_val
+            tries.append("train.gradient_clip_norm=1.0" if clip is None else
+                         f"a smaller train.gradient_clip_norm (now {float(clip):g})")
+        if trainer is not None and str(trainer.precision).startswith("16"):
+            tries.append("train.precision=32-true or bf16-mixed (float16 overflows above 65504)")
+        return TrainingDiverged(f"training diverged at {where}: {what}; {before}. Try "
+                                f"{', '.join(tries[:-1])} or {tries[-1]}")
+
+    def _step(self, batch: tuple[Tensor, Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
         x, x2, labels, indices = batch
         t0 = time.perf_counter()
         g = self._generator(batch_idx)
@@ -265,6 +308,7 @@ class ContrastiveModule(L.LightningModule):
     # -- metrics ----------------------------------------------------------------------------
     def _record(self, out: LossOutput, *, batch_size: int) -> None:
         metrics = {"loss": float(out.loss.detach())}
+        self._step_loss = metrics["loss"]
         for key, value in out.diagnostics.items():
             if key != "loss":
                 metrics[key] = float(value)

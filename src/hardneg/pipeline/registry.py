@@ -35,6 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from hardneg.config.errors import shown
+
 __all__ = [
     "NEGATIVES",
     "OBJECTIVES",
@@ -130,10 +132,12 @@ class Registry:
         return tuple(sorted(self._items))
 
     def get(self, name: str) -> Component:
-        if name not in self._items:
-            close = difflib.get_close_matches(str(name), self.names(), n=1)
+        """The component ``name``; raises ``ValueError`` naming the registered names (a list, a mapping
+        or a number is not a name)."""
+        if not isinstance(name, str) or name not in self._items:
+            close = difflib.get_close_matches(name, self.names(), n=1) if isinstance(name, str) else []
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"{self.key}.name must be one of {list(self.names())}, got {name!r}{hint}")
+            raise ValueError(f"{self.key}.name must be one of {list(self.names())}, got {shown(name)}{hint}")
         return self._items[name]
 
     def params(self, name: str) -> dict[str, Any]:

@@ -19,6 +19,9 @@ from typing import Any, Literal
 
 import lightning as L
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
+
+from hardneg.config.errors import ConfigError
 
 __all__ = ["QUIET_WARNINGS", "EpochCheckpoint", "InterruptCheckpoint", "build_trainer", "quiet_lightning",
            "show_progress"]
@@ -204,26 +207,33 @@ def build_trainer(
             all_callbacks.append(RichProgressBar(leave=False))
         except (ImportError, ModuleNotFoundError):  # pragma: no cover - rich is a toolkit dependency
             pass
-    return L.Trainer(
-        default_root_dir=str(run),
-        max_epochs=epochs,
-        accelerator=accelerator,
-        devices=devices,
-        strategy=_strategy(strategy, accelerator),
-        precision=precision,  # type: ignore[arg-type]
-        deterministic=deterministic,
-        logger=loggers,
-        callbacks=all_callbacks,
-        plugins=[AtomicCheckpointIO(), *_no_slurm_requeue()],
-        log_every_n_steps=log_every_n_steps,
-        enable_progress_bar=bar,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        use_distributed_sampler=False,
-        benchmark=False,
-        gradient_clip_val=gradient_clip_norm,
-        gradient_clip_algorithm="norm" if gradient_clip_norm is not None else None,
-        accumulate_grad_batches=accumulate_grad_batches,
-        **(options or {}),
-    )
+    try:
+        return L.Trainer(
+            default_root_dir=str(run),
+            max_epochs=epochs,
+            accelerator=accelerator,
+            devices=devices,
+            strategy=_strategy(strategy, accelerator),
+            precision=precision,  # type: ignore[arg-type]
+            deterministic=deterministic,
+            logger=loggers,
+            callbacks=all_callbacks,
+            plugins=[AtomicCheckpointIO(), *_no_slurm_requeue()],
+            log_every_n_steps=log_every_n_steps,
+            enable_progress_bar=bar,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+            limit_val_batches=0,
+            use_distributed_sampler=False,
+            benchmark=False,
+            gradient_clip_val=gradient_clip_norm,
+            gradient_clip_algorithm="norm" if gradient_clip_norm is not None else None,
+            accumulate_grad_batches=accumulate_grad_batches,
+            **(options or {}),
+        )
+    except MisconfigurationException as err:  # e.g. no GPU for accelerator gpu, a max_time it cannot read
+        given = {"train.accelerator": accelerator, "train.devices": devices, "train.strategy": strategy,
+                 "train.precision": precision, **{f"trainer.{k}": v for k, v in (options or {}).items()}}
+        listed = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        raise ConfigError(f"lightning.Trainer refused the settings ({listed}): {' '.join(str(err).split())}"
+                          ) from None

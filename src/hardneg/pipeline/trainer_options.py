@@ -3,17 +3,23 @@
 Any keyword of ``lightning.Trainer`` may be given (``trainer.num_nodes=2``, ``trainer.max_time=…``,
 ``trainer.limit_train_batches=0.1``, ``trainer.profiler=simple``, …) except those the pipeline sets
 from its own keys or needs for its guarantees (resume from the last finished epoch, atomic
-checkpoints, one log per run folder): those are refused with the key to use instead.
+checkpoints, one log per run folder): those are refused with the key to use instead. A value must be
+of the type the argument declares (``trainer.max_steps=[1]`` is refused naming the key, not by a
+traceback of Lightning's).
 """
 
 from __future__ import annotations
 
 import inspect
+import types
+import typing
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from hardneg.config.errors import ConfigError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+from hardneg.config.errors import ConfigError, shown
 
 __all__ = ["OWNED", "check_trainer_options", "check_training_steps"]
 
@@ -48,18 +54,46 @@ def _trainer_parameters() -> tuple[str, ...]:
     return tuple(p for p in inspect.signature(L.Trainer.__init__).parameters if p != "self")
 
 
+@lru_cache(maxsize=64)
+def _argument_type(key: str) -> tuple[Any, TypeAdapter[Any]]:
+    """The annotation of ``lightning.Trainer``'s argument ``key`` and a strict validator of it (a
+    number is not a string, ``true`` not an integer, ``inf`` not a number)."""
+    import lightning as L
+
+    annotation = typing.get_type_hints(L.Trainer.__init__).get(key, Any)
+    strict = ConfigDict(strict=True, arbitrary_types_allowed=True, allow_inf_nan=False)
+    return annotation, TypeAdapter(annotation, config=strict)
+
+
+def _type_text(annotation: Any) -> str:
+    """``Optional[Union[int, float]]`` → ``float or int or null`` (members sorted: typing caches a union
+    by its set of members, so their order depends on which equal union was written first)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = sorted(_type_text(a) for a in typing.get_args(annotation) if a is not type(None))
+        return " or ".join(members + ["null"] * (type(None) in typing.get_args(annotation)))
+    if annotation is type(None):
+        return "null"
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")
+
+
 def check_trainer_options(options: Mapping[str, Any]) -> None:
-    """Raise :class:`ConfigError` for a key that is not a ``lightning.Trainer`` argument, or one the
-    pipeline owns (naming the key to use instead)."""
+    """Raise :class:`ConfigError` for a key that is not a ``lightning.Trainer`` argument, one the
+    pipeline owns (naming the key to use instead), or a value not of the argument's declared type."""
     if not options:
         return
     valid = _trainer_parameters()
-    for key in options:
+    for key, value in options.items():
         if key in OWNED:
             raise ConfigError(f"invalid key 'trainer.{key}': the pipeline sets it; use {OWNED[key]}")
         if key not in valid:
             allowed = sorted(k for k in valid if k not in OWNED)
             raise ConfigError(f"unknown key 'trainer.{key}': lightning.Trainer takes {allowed}")
+        annotation, adapter = _argument_type(key)
+        try:
+            adapter.validate_python(value)
+        except ValidationError:
+            raise ConfigError(f"invalid value for 'trainer.{key}': lightning.Trainer takes "
+                              f"{_type_text(annotation)}, got {shown(value)}") from None
 
 
 def check_training_steps(options: Mapping[str, Any], *, batches_per_epoch: int, epochs: int) -> None:
