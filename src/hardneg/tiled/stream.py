@@ -340,8 +340,16 @@ def pair_grad_plan(
     alpha, gamma = pair_coefficients(grad[:, 0], s_b, dsum, a, b, nonempty=False)
     if 1 in active:  # ∂L_b/∂s = b w / S_b
         alpha = alpha + torch.where(s_b > 0, grad[:, 1] * b / s_b.clamp_min(torch.finfo(s_b.dtype).tiny), 0.0)
+    live = run_sum[:, 1] > 0  # rows with a valid entry (the others carry no gradient)
     rest = tuple(
-        _Term(exponents[e], run_sum[:, e].log(), grad[:, e] * exponents[e], ()) for e in active if e >= 2
+        _Term(
+            exponents[e],
+            torch.where(live, run_sum[:, e].log(), 0.0),
+            torch.where(live, grad[:, e] * exponents[e], 0.0),
+            (),
+        )
+        for e in active
+        if e >= 2
     )
     return PairPlan(m, alpha, gamma, b, a - b, rest)
 
