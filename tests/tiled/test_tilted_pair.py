@@ -60,18 +60,23 @@ def _valid(rule: TileMask, rows: int, cols: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("exponents", [(1.5, 1.0), (1.5, 1.0, 2.0), (1.001, 1.0, 2.0)])
-def test_symmetric_difference_equals_logsumexp_and_passes_gradcheck(exponents: tuple[float, ...]) -> None:
-    """The symmetric SimCLR pass (each tile pair once, diagonal tiles transposed for the pair)."""
+@pytest.mark.parametrize("scale", [2.0, 20.0])
+def test_symmetric_difference_equals_logsumexp_and_passes_gradcheck(
+    exponents: tuple[float, ...], scale: float
+) -> None:
+    """The symmetric SimCLR pass (each tile pair once): at scale 2 one shared shift per tile pair
+    (the two log-sum-exps), at scale 20 (2·a·scale above the safe band) the tilted pair, its
+    diagonal tiles' rows transposed."""
     v = _unit(10, 4, 3)
     rule = _simclr_rule(10)
-    out, _ = tiled_lse_symmetric(v, 2.0, exponents, rule, tile=4, difference=True)
-    want = _direct(2.0 * v @ v.T, _valid(rule, 10, 10), exponents)
+    out, _ = tiled_lse_symmetric(v, scale, exponents, rule, tile=4, difference=True)
+    want = _direct(scale * v @ v.T, _valid(rule, 10, 10), exponents)
     torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
     weights = torch.randn(10, len(exponents), dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     x = v.clone().requires_grad_(True)
 
     def weighted(p: torch.Tensor) -> torch.Tensor:
-        return (tiled_lse_symmetric(p, 2.0, exponents, rule, tile=4, difference=True)[0] * weights).sum()
+        return (tiled_lse_symmetric(p, scale, exponents, rule, tile=4, difference=True)[0] * weights).sum()
 
     assert torch.autograd.gradcheck(weighted, (x,))
 
@@ -109,12 +114,13 @@ def test_difference_needs_a_decreasing_positive_pair() -> None:
 
 
 def test_compile_tiles_takes_the_eager_pair_kernels() -> None:
-    """compile_tiles=True with β > 1: the tilted pair has no compiled kernel; the eager one runs
-    (no torch.compile, the same values and gradients as compile_tiles=False)."""
+    """compile_tiles=True with β > 1 and no safe shared shift (β = 100, t = 0.5): the tilted pair
+    has no compiled kernel; the eager one runs (no torch.compile, the same values and gradients as
+    compile_tiles=False)."""
     z1, z2 = _unit(12, 5, 6), _unit(12, 5, 7)
     results = []
     for compiled in (False, True):
-        loss_fn = ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=negatives.Hard(beta=5.0),
+        loss_fn = ContrastiveLoss(temperature=0.5, tau_plus=0.1, negatives=negatives.Hard(beta=100.0),
                                   memory_budget=0, tile_size=8, compile_tiles=compiled)
         a, b = z1.clone().requires_grad_(True), z2.clone().requires_grad_(True)
         value = loss_fn(a, b)
