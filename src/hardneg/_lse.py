@@ -337,7 +337,9 @@ def masked_tilted_lse(
     """``lse_j(a·x_ij) − lse_j(b·x_ij)`` over the valid entries of each row (b = 0: no subtraction).
 
     With ``a = 1 + β`` and ``b = β`` this is HCL's ``log Σ_j w_ij e^{s_ij} − log N_i`` for
-    ``w ∝ e^{β s}`` (see :class:`hardneg.negatives.Hard`). Requires ``a > 0`` and ``b ≥ 0``.
+    ``w ∝ e^{β s}`` (see :class:`hardneg.negatives.Hard`). Requires ``a > 0`` and ``b ≥ 0``. With
+    ``b > a − b`` (:func:`cancels`; β > 1) the cancellation-free tilted pair of the module
+    docstring at every size (:func:`tilted_pair`, one autograd node).
 
     Args:
         x: the logits.
@@ -350,7 +352,7 @@ def masked_tilted_lse(
             path adds instead of a ``masked_fill`` (layouts that reuse one mask cache it).
 
     Shapes: ``x`` (A, N) float, ``mask`` (A, N) bool, ``fill`` (A, N) → (A,). Rows with no valid
-    entry give −inf.
+    entry give −inf (b = 0) or NaN (b > 0), and no gradient.
 
     References:
         Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
