@@ -131,7 +131,7 @@ def test_floored_tiles_equal_the_float64_reference(
     assert floors and all(f == exp_floor(torch.float32) for f in floors)  # every tile is masked
 
 
-PAIRS = [(1.5, 1.0), (1.5, 1.0, 2.0), (11.0, 10.0, 20.0), (1.001, 1.0, 2.0)]
+PAIRS = [(1.5, 1.0), (1.5, 1.0, 2.0), (11.0, 10.0, 20.0), (1.001, 1.0, 2.0), (2.5, 1.5, 4.0, 3.0)]
 
 
 def _pair_block(seed: int, scale: float) -> torch.Tensor:

@@ -216,20 +216,23 @@ def _absorb_pair(
     floor: float | None,
 ) -> None:
     """:func:`absorb_` of the tilted pair: ``d = s − M'`` (overwritten), ``old = M − M'`` ≤ 0; the
-    other exponents must be integer multiples of ``b`` (the effective sample size's ``2b``)."""
+    other exponents as powers of ``w`` where they are integer multiples of ``b`` (the effective
+    sample size's ``2b``), else by their own exponential."""
     a, b = exponents[0], exponents[1]
     c = a - b
-    rest = [e for e in range(2, len(exponents))]
-    mults = multiples(exponents, [1, *rest])
-    if any(mults.get(e, (None,))[0] != 1 for e in rest):
-        raise ValueError(f"the tilted pair's other exponents must be multiples of {b}, got {exponents}")
+    mults = multiples(exponents, list(range(1, len(exponents))))
+    for e in range(2, len(exponents)):
+        if mults.get(e, (None,))[0] != 1:  # not a power of w: its own exponential (d not yet consumed)
+            x = exp_(torch.mul(d, exponents[e], out=work.like("x", d)), floor)
+            run_sum[:, e].mul_(torch.exp(old * exponents[e])).add_(x.sum(dim=dim))
     scale_b = torch.exp(old * b)  # rebase S_b and D onto the new maximum (module docstring)
     rebased_d = (torch.exp(old * c) * run_sum[:, 0] + torch.expm1(old * c) * run_sum[:, 1]) * scale_b
     w, q = pair_terms(d, b, c, floor=floor, out=work.like("w", d))
     run_sum[:, 0] = rebased_d + torch.linalg.vecdot(w, q, dim=dim)
     run_sum[:, 1].mul_(scale_b).add_(w.sum(dim=dim))
     for k, e in partners(mults, 1):  # e^{k b (s − M)} = w^k
-        run_sum[:, e].mul_(torch.exp(old * exponents[e])).add_(ipow(w, k, work.like("pow", w)).sum(dim=dim))
+        power = ipow(w, k, work.like("pow", w))
+        run_sum[:, e].mul_(torch.exp(old * exponents[e])).add_(power.sum(dim=dim))
 
 
 def finish(run_max: Tensor, run_sum: Tensor, exponents: tuple[float, ...], *, pair: bool = False) -> Tensor:
