@@ -6,11 +6,26 @@ one pass backward, and save a single (A, N) buffer per exponent. Below :data:`DE
 entries, with every row known to hold a valid entry (``nonempty``), ATen's own ``logsumexp`` of
 the masked matrix is used instead: fewer dispatched operators and no Python autograd node, which
 is what decides the cost of a call at small batches.
+
+**The tilted pair** ``u_i = lse_j(a x_ij) − lse_j(b x_ij)`` (hard negatives: ``a = 1 + β``,
+``b = β``; Robinson et al., ICLR 2021, eq. (4)) has the gradient ``a·softmax(a x) − b·softmax(b x)``,
+a difference of two nearly equal terms once ``b > a − b`` (β > 1): each softmax rounded to float32
+and then subtracted loses ``β·ε`` (1e-4 relative at β = 1000), and forming ``a x`` before the row
+maximum is subtracted loses more (the product rounded at the scale ``a·|x|``). In that regime
+(:func:`cancels`) every engine computes it in one cancellation-free form (:func:`tilted_pair`,
+:func:`pair_terms`, :func:`pair_coefficients`): with ``d = x − max_j x`` at unit scale,
+``w = e^{b d}``, ``q = e^{(a−b) d} − 1`` (``expm1``), ``S = Σ w`` and ``D = Σ w q ≤ 0``,
+
+    u = (a − b) max_j x + log1p(D / S),    ∂u/∂x_j = w_j (α + γ q_j),
+    α = ((a − b) − b D/S) / (S + D),        γ = a / (S + D),
+
+where every sum adds terms of one sign (``S + D = Σ e^{a d} ≥ 1`` is accurate because
+``S/(S + D) ≤ N^{(a−b)/a}``, Hölder's power-mean inequality).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -18,7 +33,18 @@ from torch.autograd.function import once_differentiable
 
 from hardneg._constants import cached_tensors, constant
 
-__all__ = ["DENSE_LSE_MAX", "masked_logsumexp", "masked_tilted_lse", "tilt_pair"]
+__all__ = [
+    "DENSE_LSE_MAX",
+    "TiltedPair",
+    "cancels",
+    "masked_logsumexp",
+    "masked_tilted_lse",
+    "pair_coefficients",
+    "pair_terms",
+    "tilt_pair",
+    "tilted_pair",
+    "tilted_pair_grad",
+]
 
 # (A, N) matrices up to this many entries (B = 128 in SimCLR's layout) take ATen's log-sum-exp (fewer
 # dispatched operators; measured faster at B = 64, slower at B = 256, where its extra passes over
@@ -67,6 +93,193 @@ class _MaskedTiltedLSE(torch.autograd.Function):
             e1, s1 = ctx.saved_tensors
             gx = e1 * _coefficient(grad, ctx.a, s1)[:, None]
         return gx, None, None, None
+
+
+def cancels(a: float, b: float) -> bool:
+    """Whether the gradient ``a·softmax(a x) − b·softmax(b x)`` of ``lse(a x) − lse(b x)`` is a
+    difference of nearly equal terms, ``b > a − b > 0`` (hard negatives' ``1 + β`` and ``β``:
+    β > 1): then it is computed in the cancellation-free form of :func:`tilted_pair`.
+
+    Args:
+        a: the larger tilt.
+        b: the smaller tilt.
+
+    Shapes:
+        none (two numbers).
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, §3, eq. (4) (the tilts 1 + β and β);
+        Higham, *Accuracy and Stability of Numerical Algorithms*, SIAM, 2002, §1.7 (cancellation).
+
+    Example:
+        >>> cancels(2.0, 1.0), cancels(1001.0, 1000.0)
+        (False, True)
+    """
+    return b > a - b > 0.0
+
+
+def pair_terms(
+    d: Tensor, b: float, c: float, *, floor: float | None = None, out: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """``(w, q) = (e^{b d}, e^{c d} − 1)`` of row-shifted logits ``d ≤ 0`` (−inf off the mask: 0 and
+    −1); ``d`` is overwritten by ``q``. ``floor``: the smallest argument of ``e^{b d}`` (a CPU's
+    fast exponential, :func:`hardneg.tiled.stream.exp_floor`), or ``None``.
+
+    Args:
+        d: ``x − m`` with ``m`` each row's maximum (or a running maximum), at unit scale.
+        b: the smaller tilt.
+        c: ``a − b`` > 0.
+        floor: see above.
+        out: a buffer of ``d``'s shape for ``w`` (a new tensor when ``None``).
+
+    Shapes:
+        ``d`` (R, C) → two (R, C).
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, eq. (4) (``e^{a d} = w (1 + q)``); Higham,
+        SIAM, 2002, §1.14.1 (``expm1``).
+
+    Example:
+        >>> w, q = pair_terms(torch.tensor([[0.0, -1.0]]), 2.0, 1.0)
+        >>> w.tolist(), [round(v, 4) for v in q[0].tolist()]
+        ([[1.0, 0.1353352814912796]], [0.0, -0.6321])
+    """
+    w = torch.mul(d, b, out=out) if out is not None else torch.mul(d, b)
+    w = (w.clamp_(min=floor) if floor is not None else w).exp_()
+    q = d.mul_(c).expm1_() if c != 1.0 else d.expm1_()
+    return w, q
+
+
+def pair_coefficients(
+    grad: Tensor, s: Tensor, dsum: Tensor, a: float, b: float, *, nonempty: bool = True
+) -> tuple[Tensor, Tensor]:
+    """``(α, γ)`` per row: ``grad_i · ∂u_i/∂x_ij = w_ij (α_i + γ_i q_ij)`` (:func:`tilted_pair`), from
+    the row sums ``S = Σ w`` and ``D = Σ w q`` (both relative to the same row shift). Rows without
+    a valid entry (``S = 0``) get 0 unless ``nonempty``.
+
+    Args:
+        grad: the upstream gradient of ``u``.
+        s: ``S``.
+        dsum: ``D`` (≤ 0).
+        a: the larger tilt.
+        b: the smaller tilt.
+        nonempty: every row holds a valid entry.
+
+    Shapes:
+        all (R,) → two (R,).
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, eq. (4), differentiated (module docstring).
+
+    Example:
+        >>> alpha, gamma = pair_coefficients(torch.ones(1), torch.ones(1), torch.zeros(1), 3.0, 2.0)
+        >>> alpha.tolist(), gamma.tolist()  # one entry: ∂u/∂x = a − b = 1 (q = 0)
+        ([1.0], [3.0])
+    """
+    c = a - b
+    s_a = s + dsum
+    scaled = grad / s_a
+    alpha = torch.addcmul(constant(c, s), dsum / s, constant(-b, s)).mul_(scaled)  # c − b D/S ≥ c
+    gamma = scaled.mul_(a)
+    if not nonempty:
+        empty = s <= 0
+        alpha, gamma = alpha.masked_fill(empty, 0.0), gamma.masked_fill(empty, 0.0)
+    return alpha, gamma
+
+
+class TiltedPair(NamedTuple):
+    """What the gradient of :func:`tilted_pair` reads: ``w``, ``q`` (A, N), ``S``, ``D`` (A,)."""
+
+    w: Tensor
+    q: Tensor
+    s: Tensor
+    dsum: Tensor
+
+
+def tilted_pair(xm: Tensor, a: float, b: float, *, nonempty: bool = True) -> tuple[Tensor, TiltedPair]:
+    r"""``u_i = lse_j(a x_ij) − lse_j(b x_ij)`` over each row (``xm``: −inf off the mask) in the
+    cancellation-free form of the module docstring, and what its gradient reads
+    (:func:`tilted_pair_grad`). For ``b > a − b`` (:func:`cancels`); exact algebra for any
+    ``a > b > 0``. Rows without a valid entry give NaN unless ``nonempty`` (then there are none).
+
+    Args:
+        xm: the logits with −inf off the mask.
+        a: the larger tilt.
+        b: the smaller tilt (> 0).
+        nonempty: every row holds a valid entry (no guard against an all −inf row).
+
+    Shapes:
+        ``xm`` (A, N) → ``u`` (A,) and a :class:`TiltedPair`.
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
+        ICLR 2021, §3, eq. (4) (``log Σ_j w_ij e^{s_ij} = u_i + log N_i``); Higham, SIAM, 2002,
+        §1.7 and §1.14.1 (cancellation, ``expm1`` and ``log1p``).
+
+    Example:
+        >>> x = torch.tensor([[0.0, -0.01, -2.0]], dtype=torch.float64)
+        >>> u, _ = tilted_pair(x, 1001.0, 1000.0)
+        >>> want = torch.logsumexp(1001.0 * x, 1) - torch.logsumexp(1000.0 * x, 1)
+        >>> bool(torch.allclose(u, want, rtol=1e-12))
+        True
+    """
+    m = xm.amax(dim=1, keepdim=True)
+    if not nonempty:
+        m = torch.where(torch.isfinite(m), m, 0.0)
+    w, q = pair_terms(xm - m, b, a - b)
+    s = w.sum(dim=1)
+    dsum = torch.linalg.vecdot(w, q)  # Σ_j w q ≤ 0: one pass
+    u = torch.addcmul(torch.log1p(dsum / s), m.view(-1), constant(a - b, m))
+    return u, TiltedPair(w, q, s, dsum)
+
+
+def tilted_pair_grad(grad: Tensor, saved: TiltedPair, a: float, b: float, *, nonempty: bool = True) -> Tensor:
+    """``grad_i · ∂u_i/∂x_ij`` of :func:`tilted_pair`, ``w ⊙ (α + γ q)`` (:func:`pair_coefficients`);
+    0 off the mask.
+
+    Args:
+        grad: the upstream gradient of ``u``.
+        saved: :func:`tilted_pair`'s second output.
+        a: the larger tilt.
+        b: the smaller tilt.
+        nonempty: as in :func:`tilted_pair`.
+
+    Shapes:
+        ``grad`` (A,) → (A, N).
+
+    References:
+        Robinson, Chuang, Sra, Jegelka, ICLR 2021, eq. (4), differentiated (module docstring).
+
+    Example:
+        >>> x = torch.tensor([[0.0, -0.01, -2.0]], dtype=torch.float64, requires_grad=True)
+        >>> u, saved = tilted_pair(x.detach(), 1001.0, 1000.0)
+        >>> want = torch.autograd.grad(torch.logsumexp(1001 * x, 1) - torch.logsumexp(1000 * x, 1), x)[0]
+        >>> bool(torch.allclose(tilted_pair_grad(torch.ones(1, dtype=x.dtype), saved, 1001.0, 1000.0), want))
+        True
+    """
+    alpha, gamma = pair_coefficients(grad, saved.s, saved.dsum, a, b, nonempty=nonempty)
+    return torch.addcmul(alpha[:, None], saved.q, gamma[:, None]).mul_(saved.w)
+
+
+class _TiltedPairLSE(torch.autograd.Function):
+    """:func:`tilted_pair` as an autograd node from the logits and the mask (or its additive form)."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, x: Tensor, mask: Tensor, fill: Tensor | None, a: float, b: float, nonempty: bool
+    ) -> Tensor:
+        xm = x + fill if fill is not None else torch.where(mask, x, float("-inf"))
+        u, saved = tilted_pair(xm, a, b, nonempty=nonempty)
+        ctx.save_for_backward(*saved)
+        ctx.a, ctx.b, ctx.nonempty = a, b, nonempty
+        return u
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None, None, None]:
+        saved = TiltedPair(*ctx.saved_tensors)
+        grad_x = tilted_pair_grad(grad, saved, ctx.a, ctx.b, nonempty=ctx.nonempty)
+        return grad_x, None, None, None, None, None
 
 
 def _coefficient(grad: Tensor, scale: float, row_sum: Tensor) -> Tensor:
@@ -124,7 +337,9 @@ def masked_tilted_lse(
     """``lse_j(a·x_ij) − lse_j(b·x_ij)`` over the valid entries of each row (b = 0: no subtraction).
 
     With ``a = 1 + β`` and ``b = β`` this is HCL's ``log Σ_j w_ij e^{s_ij} − log N_i`` for
-    ``w ∝ e^{β s}`` (see :class:`hardneg.negatives.Hard`). Requires ``a > 0`` and ``b ≥ 0``.
+    ``w ∝ e^{β s}`` (see :class:`hardneg.negatives.Hard`). Requires ``a > 0`` and ``b ≥ 0``. With
+    ``b > a − b`` (:func:`cancels`; β > 1) the cancellation-free tilted pair of the module
+    docstring at every size (:func:`tilted_pair`, one autograd node).
 
     Args:
         x: the logits.
@@ -137,7 +352,7 @@ def masked_tilted_lse(
             path adds instead of a ``masked_fill`` (layouts that reuse one mask cache it).
 
     Shapes: ``x`` (A, N) float, ``mask`` (A, N) bool, ``fill`` (A, N) → (A,). Rows with no valid
-    entry give −inf.
+    entry give −inf (b = 0) or NaN (b > 0), and no gradient.
 
     References:
         Robinson, Chuang, Sra, Jegelka, *Contrastive Learning with Hard Negative Samples*,
@@ -158,6 +373,9 @@ def masked_tilted_lse(
     if 0 < b < tiny:  # b·x underflows to 0 in this dtype: lse_j(0·x_ij) = log N_i exactly
         lse_a = masked_tilted_lse(x, mask, a, 0.0, nonempty=nonempty, fill=fill)
         return lse_a - mask.sum(dim=1, dtype=torch.int32).to(x.dtype).log()
+    if cancels(a, b):  # the cancellation-free form (module docstring), at every size
+        pair: Tensor = _TiltedPairLSE.apply(x, mask, fill, float(a), float(b), bool(nonempty))
+        return pair
     if nonempty and x.numel() <= DENSE_LSE_MAX:
         # small and no empty row: ATen's log-sum-exp, without a Python autograd node
         xm = _masked(x, mask, fill)

@@ -40,7 +40,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from hardneg._constants import cached_tensors
-from hardneg._lse import DENSE_LSE_MAX
+from hardneg._lse import DENSE_LSE_MAX, TiltedPair, cancels, tilted_pair, tilted_pair_grad
 from hardneg.scores.layouts import norms_in_range, simclr_constants, simclr_mask
 
 __all__ = [
@@ -83,8 +83,11 @@ class FusedConstants:
             partner), (2B, 2B); shared by every β, τ⁺ and t.
         static: the tilted logits ``k (cos − 1)`` (``k = (1+β)/t`` and ``β/t``: each tilt shifted by
             its largest value) are exponentiated as they are when ``2(1+β)/t`` is at most
-            :data:`STATIC_SHIFT_MAX` of the dtype (no exponential under- or overflows); else each
-            row is shifted by its maximum as well, as ``torch.logsumexp`` does.
+            :data:`STATIC_SHIFT_MAX` of the dtype (no exponential under- or overflows) and not
+            ``pair``; else each row is shifted by its maximum as well, as ``torch.logsumexp`` does.
+        pair: β > 1 (:func:`hardneg._lse.cancels`): both tilts in the cancellation-free form of
+            :func:`hardneg._lse.tilted_pair` on ``cos − 1`` with the tilts ``pair_tilts``.
+        pair_tilts: ``((1+β)/t, β/t)`` as floats.
         lean: one (A, A) tilt at a time, recomputed in the backward (4B² above
             ``DENSE_LSE_MAX``: memory no more than the general engine's), else both tilts as one
             (2, A, A) tensor kept for the backward (the fewest operators).
@@ -112,6 +115,8 @@ class FusedConstants:
     b: int
     fill: Tensor
     static: bool
+    pair: bool
+    pair_tilts: tuple[float, float]
     lean: bool
     minus_one: Tensor
     tilts: Tensor
@@ -164,6 +169,7 @@ def fused_constants(
     a = 2 * b
     log_n, log_tau, log_rest = math.log(a - 2), math.log(tau_plus), math.log1p(-tau_plus)
     tilts = ((1.0 + beta) / temperature, beta / temperature)
+    pair = cancels(*tilts)
 
     def tensor(*values: float) -> Tensor:
         return torch.tensor(values, dtype=dtype, device=device)
@@ -171,7 +177,9 @@ def fused_constants(
     return FusedConstants(
         b=b,
         fill=fill,
-        static=2.0 * tilts[0] <= STATIC_SHIFT_MAX.get(dtype, 0.0),
+        static=2.0 * tilts[0] <= STATIC_SHIFT_MAX.get(dtype, 0.0) and not pair,
+        pair=pair,
+        pair_tilts=tilts,
         lean=4 * b * b > DENSE_LSE_MAX,
         minus_one=tensor(-1.0)[0],
         tilts=tensor(*tilts).view(2, 1, 1),
@@ -211,6 +219,9 @@ def _tilted_sums(v: Tensor, c: FusedConstants) -> tuple[Tensor, Tensor, tuple[Te
     time, the backward recomputing them (no more memory than the general engine)."""
     cos_m1 = torch.addmm(c.minus_one, v, v.T)  # cos − 1
     q = torch.addcmul(c.log_tau, cos_m1.diagonal(c.b), c.inv_t)  # s⁺ + log τ⁺ − 1/t, one per pair (B,)
+    if c.pair:  # β > 1: the tilted pair of hardneg._lse (kept for the backward unless lean)
+        u, pair = tilted_pair(cos_m1.add_(c.fill), *c.pair_tilts)
+        return u.view(2, c.b), q, (() if c.lean else tuple(pair))
     if not c.lean:
         x2 = torch.addcmul(c.fill, cos_m1, c.tilts)  # (2, A, A): k (cos − 1), −inf off the negatives
         if c.static:
@@ -245,8 +256,15 @@ def _grad_cosines(
     v: Tensor, saved: tuple[Tensor, ...], grad_u: Tensor, grad_q: Tensor, c: FusedConstants
 ) -> Tensor:
     """∂L/∂(v vᵀ) from ∂L/∂u and ∂L/∂q: ``∂u_i/∂s_ij = (1+β) softmax_j((1+β)s_i) − β softmax_j(βs_i)``
-    over the negatives, ``∂q_i/∂s⁺_i = 1``; ``s = v vᵀ / t``."""
-    if not c.lean:
+    over the negatives (β > 1: :func:`hardneg._lse.tilted_pair_grad`), ``∂q_i/∂s⁺_i = 1``;
+    ``s = v vᵀ / t``."""
+    if c.pair:
+        if c.lean:  # the forward's tilted pair again, operator for operator
+            _, pair = tilted_pair(torch.addmm(c.minus_one, v, v.T).add_(c.fill), *c.pair_tilts)
+        else:
+            pair = TiltedPair(*saved)
+        grad = tilted_pair_grad(grad_u.view(-1) * c.reduce_mean, pair, *c.pair_tilts)
+    elif not c.lean:
         e, sums = saved
         weights = (c.grad_tilts / sums).mul_(grad_u.view(1, -1, 1))
         grad = (e * weights).sum(dim=0)

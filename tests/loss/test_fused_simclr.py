@@ -80,10 +80,15 @@ def test_gradcheck_with_either_shift(beta: float, t: float, static: bool) -> Non
 
 
 def test_a_large_tilt_needs_the_row_maximum_in_float32_and_gets_it() -> None:
-    """2(1+β)/t above STATIC_SHIFT_MAX: the fixed shift would underflow; the row maximum is used."""
+    """2(1+β)/t above STATIC_SHIFT_MAX: the fixed shift would underflow; the row maximum is used
+    (for β > 1 always: the tilted pair of hardneg._lse shifts by it)."""
+    assert 2 * (1 + 0.5) / 0.02 > STATIC_SHIFT_MAX[torch.float32]
+    assert not fused_constants(4, torch.float32, CPU, 0.5, 0.1, 0.02).static
+    assert fused_constants(4, torch.float64, CPU, 0.5, 0.1, 0.02).static
     assert 2 * (1 + 5.0) / 0.1 > STATIC_SHIFT_MAX[torch.float32]
-    assert not fused_constants(4, torch.float32, CPU, 5.0, 0.1, 0.1).static
-    assert fused_constants(4, torch.float64, CPU, 5.0, 0.1, 0.1).static
+    for dtype in (torch.float32, torch.float64):
+        c = fused_constants(4, dtype, CPU, 5.0, 0.1, 0.1)
+        assert c.pair and not c.static
     z1, z2 = _views(16, d=8, seed=2)
     want = hcl_reference_simclr(z1, z2, temperature=0.1, tau_plus=0.1, beta=5.0)
     got = _fused(z1.float(), z2.float(), 5.0, 0.1, 0.1, reduction="none")

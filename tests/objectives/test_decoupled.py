@@ -100,3 +100,96 @@ def test_vmf_weights_have_mean_one_and_sigma_is_checked() -> None:
     torch.testing.assert_close(w.mean(), torch.tensor(1.0, dtype=torch.float64))
     with pytest.raises(ValueError, match="sigma"):
         Decoupled(sigma=0.0)
+
+
+def _lightly_dclw_transcription(z1: torch.Tensor, z2: torch.Tensor, t: float, sigma: float) -> torch.Tensor:
+    """A float64 transcription (ours, loops over anchors) of the formula of lightly's ``DCLWLoss``
+    (``lightly/loss/dcl_loss.py``): per direction, with unit rows ``a`` (anchors), ``b`` (their
+    positives) and ``u_i = ⟨a_i, b_i⟩``, the weights ``w = 2 − B·softmax(u/σ)`` computed from
+    *detached* embeddings, and
+
+        L_i = −w_i u_i / t + log( Σ_{k≠i} e^{⟨a_i, a_k⟩/t} + Σ_{k≠i} e^{⟨a_i, b_k⟩/t} ),
+
+    the mean over i; the loss is the mean of the two directions."""
+
+    def one_way(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a, b = F.normalize(a.double(), dim=1), F.normalize(b.double(), dim=1)
+        n = a.shape[0]
+        with torch.no_grad():
+            w = 2 - n * torch.softmax((a * b).sum(dim=1) / sigma, dim=0)
+        total = torch.zeros((), dtype=torch.float64)
+        for i in range(n):
+            negs = [torch.exp(a[i] @ c[k] / t) for c in (a, b) for k in range(n) if k != i]
+            total = total - w[i] * (a[i] @ b[i]) / t + torch.log(torch.stack(negs).sum())
+        return total / n
+
+    return 0.5 * (one_way(z1, z2) + one_way(z2, z1))
+
+
+def _value_and_grads(fn, z1: torch.Tensor, z2: torch.Tensor):  # type: ignore[no-untyped-def]
+    a, b = z1.clone().requires_grad_(), z2.clone().requires_grad_()
+    value = fn(a, b)
+    value.backward()
+    return value.detach(), a.grad, b.grad
+
+
+@pytest.mark.parametrize("engine", ["materialised", "tiled"])
+def test_detached_weights_equal_the_transcription_of_lightlys_dclw(engine: str) -> None:
+    z1, z2 = _views()
+    t, sigma = 0.2, 0.5
+    loss_fn = ContrastiveLoss(temperature=t, objective=Decoupled(sigma=sigma, detach_weights=True),
+                              engine=engine, tile_size=4)
+    got = _value_and_grads(loss_fn, z1, z2)
+    want = _value_and_grads(lambda a, b: _lightly_dclw_transcription(a, b, t, sigma), z1, z2)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_the_weights_gradient_is_what_detach_weights_removes() -> None:
+    """Equal values; the gradients differ (the weights' own term) by several percent."""
+    z1, z2 = _views()
+    kept, detached = (
+        _value_and_grads(ContrastiveLoss(temperature=0.2, objective=Decoupled(sigma=0.5, detach_weights=d)),
+                         z1, z2)
+        for d in (False, True)
+    )
+    torch.testing.assert_close(kept[0], detached[0], rtol=1e-14, atol=0.0)
+    g_kept, g_detached = torch.cat(kept[1:]), torch.cat(detached[1:])
+    assert float((g_kept - g_detached).norm() / g_kept.norm()) > 1e-2
+
+
+def _lightly_dcl_module():  # type: ignore[no-untyped-def]
+    """lightly's ``lightly/loss/dcl_loss.py``, loaded from its file: ``import lightly.loss`` needs
+    torchvision (``lightly/loss/__init__.py`` imports the dense losses), the DCL module itself does not."""
+    import importlib.util
+    from pathlib import Path
+
+    lightly = pytest.importorskip("lightly")
+    path = Path(lightly.__file__).parent / "loss" / "dcl_loss.py"
+    spec = importlib.util.spec_from_file_location("_lightly_dcl_loss", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.filterwarnings("ignore:To copy construct from a tensor")  # lightly's torch.tensor(tensor)
+def test_detached_weights_equal_lightlys_dclw_loss() -> None:
+    dcl = _lightly_dcl_module()
+    z1, z2 = _views(b=8, d=5)
+    t, sigma = 0.2, 0.5
+    ours = ContrastiveLoss(temperature=t, objective=Decoupled(sigma=sigma, detach_weights=True))
+    got = _value_and_grads(ours, z1, z2)
+    want = _value_and_grads(dcl.DCLWLoss(temperature=t, sigma=sigma), z1, z2)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_detach_weights_is_a_config_parameter_and_checked() -> None:
+    from hardneg.pipeline.registry import OBJECTIVES
+
+    assert OBJECTIVES.params("decoupled") == {"sigma": None, "detach_weights": False}
+    built = OBJECTIVES.build("decoupled", {"sigma": 0.5, "detach_weights": True})
+    assert built.detach_weights is True and built.sigma == 0.5
+    with pytest.raises(ValueError, match=r"detach_weights must be a bool \(True or False\), got 'yes'"):
+        Decoupled(sigma=0.5, detach_weights="yes")  # type: ignore[arg-type]

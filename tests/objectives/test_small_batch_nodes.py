@@ -64,6 +64,22 @@ def test_tilted_node_values_equal_the_composite_bit_for_bit(
     torch.testing.assert_close(got, want, rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=0)
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("beta", [2.0, 1000.0])
+def test_tilted_node_values_at_beta_above_one_equal_the_general_route_bit_for_bit(
+    dtype: torch.dtype, beta: float
+) -> None:
+    """β > 1: the node and the general route (Hard's closed form, hardneg._lse's tilted pair, then
+    the debiased node) compute the same cancellation-free operators: equal bit for bit."""
+    s = _scores(dtype)
+    with torch.no_grad():
+        got = tilted_debiased_loss(s, beta=beta, tau_plus=0.1)
+        weighted = negatives.Hard(beta=beta).weigh(s)
+        lws = weighted.log_weighted_sum
+        want = _DebiasedLoss.apply(lws, s.positive, s.log_num_valid(), 0.1, s.temperature)
+    assert torch.equal(got, want)
+
 def _reference_float64(s: Scores, beta: float, tau: float) -> torch.Tensor:
     """Robinson et al. (ICLR 2021), eq. (4), re-derived with explicit weights in float64."""
     logits = s.logits.double()

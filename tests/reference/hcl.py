@@ -26,7 +26,8 @@ def hcl_reference_simclr(
     For anchor i among the 2B views: pos = exp(<v_i, v_pos>/t), neg_j = exp(<v_i, v_j>/t) over the
     N = 2B - 2 other views, imp = neg**beta, reweight_neg = sum(imp*neg)/mean(imp),
     Ng = (-tau_plus*N*pos + reweight_neg)/(1 - tau_plus), Ng = max(Ng, N*exp(-1/t)),
-    loss = -log(pos/(pos + Ng)).
+    loss = -log(pos/(pos + Ng)). ``imp`` is divided by the largest ``neg**beta`` of the row (a
+    constant factor, which cancels in ``reweight_neg``), so that β = 1000 does not overflow float64.
     """
     v = torch.cat([z1, z2]).double()
     if normalize:
@@ -36,10 +37,11 @@ def hcl_reference_simclr(
     for i in range(2 * b):
         p = (i + b) % (2 * b)
         pos = torch.exp(torch.dot(v[i], v[p]) / temperature)
-        negs = [torch.exp(torch.dot(v[i], v[j]) / temperature) for j in range(2 * b) if j not in (i, p)]
-        neg = torch.stack(negs)
+        others = torch.ones(2 * b, dtype=torch.bool)
+        others[[i, p]] = False
+        neg = torch.exp((v @ v[i])[others] / temperature)  # one exp per negative, as in the authors' code
         n = neg.shape[0]
-        imp = neg**beta
+        imp = (neg / neg.max().detach()) ** beta
         reweight_neg = (imp * neg).sum() / imp.mean()
         ng = (-tau_plus * n * pos + reweight_neg) / (1 - tau_plus)
         if clamp:

@@ -129,3 +129,64 @@ def test_floored_tiles_equal_the_float64_reference(
     (want_grad,) = torch.autograd.grad((want * weights.double()).sum(), a64)
     torch.testing.assert_close(grad.double(), want_grad, rtol=1e-4, atol=1e-5)
     assert floors and all(f == exp_floor(torch.float32) for f in floors)  # every tile is masked
+
+
+PAIRS = [(1.5, 1.0), (1.5, 1.0, 2.0), (11.0, 10.0, 20.0), (1.001, 1.0, 2.0), (2.5, 1.5, 4.0, 3.0)]
+
+
+def _pair_block(seed: int, scale: float) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    s = scale * torch.randn(6, 11, dtype=torch.float64, generator=g)
+    s[torch.rand(6, 11, generator=g) < 0.25] = float("-inf")
+    s[:, 0] = 1.0
+    s[5] = float("-inf")  # a row without a valid entry
+    return s
+
+
+@pytest.mark.parametrize("exponents", PAIRS)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_streamed_tilted_pair_equals_logsumexp(exponents: tuple[float, ...], dim: int) -> None:
+    """The tilted pair's running (M, D, S_b, …) over three blocks (the maximum rises between them):
+    ``finish`` gives every L_e and ``pair_difference`` gives L_0 − L_1, against float64 logsumexp."""
+    from hardneg.tiled.stream import pair_difference
+
+    s = _pair_block(5, 4.0)
+    n = s.shape[0]
+    run_max = torch.full((n,), float("-inf"), dtype=torch.float64)
+    run_sum = torch.zeros(n, len(exponents), dtype=torch.float64)
+    work = Scratch()
+    for c0, c1 in ((0, 4), (4, 9), (9, s.shape[1])):
+        block = s[:, c0:c1] if dim == 1 else s[:, c0:c1].T.contiguous()
+        absorb_(run_max, run_sum, block.clone(), exponents, dim=dim, scratch=work, pair=True)
+    want = _lse_rows(s, exponents)
+    got = finish(run_max, run_sum, exponents, pair=True)
+    torch.testing.assert_close(got[:5], want[:5], rtol=1e-13, atol=0)
+    assert bool(torch.isneginf(got[5]).all())
+    diff = pair_difference(run_max, run_sum, exponents, pair=True)
+    torch.testing.assert_close(diff[:5], want[:5, 0] - want[:5, 1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("exponents", PAIRS)
+def test_pair_gradient_equals_the_direct_formula(exponents: tuple[float, ...]) -> None:
+    """``pair_grad_apply`` of the outputs (L_0 − L_1, L_1, L_2, …) with random upstream gradients:
+    ``g_0 (a p_a − b p_b) + Σ_{e ≥ 1} g_e a_e p_e``, p_e the rows' softmax of ``a_e s``."""
+    from hardneg.tiled.stream import pair_grad_apply, pair_grad_plan
+
+    s = _pair_block(6, 3.0)
+    n = s.shape[0]
+    run_max = torch.full((n,), float("-inf"), dtype=torch.float64)
+    run_sum = torch.zeros(n, len(exponents), dtype=torch.float64)
+    absorb_(run_max, run_sum, s.clone(), exponents, dim=1, pair=True)
+    grad = torch.randn(n, len(exponents), dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    lse = _lse_rows(s, exponents)
+    p = [torch.exp(a * s - lse[:, e, None]) for e, a in enumerate(exponents)]
+    a, b = exponents[0], exponents[1]
+    want = grad[:, :1] * (a * p[0] - b * p[1])
+    for e in range(1, len(exponents)):
+        want = want + grad[:, e, None] * exponents[e] * p[e]
+    plan = pair_grad_plan(run_max, run_sum, grad, exponents, list(range(len(exponents))))
+    for dim, blk in ((1, s), (0, s.T.contiguous())):
+        got = pair_grad_apply(blk, plan, dim=dim)
+        got = got if dim == 1 else got.T
+        torch.testing.assert_close(got[:5], want[:5], rtol=1e-11, atol=1e-14)
+        assert bool((got[5] == 0).all())

@@ -128,12 +128,16 @@ def log_positive_mean(logits: Tensor, positive_mask: Tensor, *, beta: float) -> 
 
         log[ (1/M) Σ_m e^{(β+1) s⁺_m} / Ẑ_β⁺ ] = LSE_m((β+1) s⁺_m) − LSE_m(β s⁺_m)
 
-    (the 1/M factors cancel; β = 0 gives the plain mean ``log (1/M) Σ_m e^{s⁺_m}``). Shapes:
-    ``logits`` (A, N), ``positive_mask`` (A, N) bool with at least one True per row → (A,).
+    (the 1/M factors cancel; β = 0 gives the plain mean ``log (1/M) Σ_m e^{s⁺_m}``): the tilted
+    pair of the negatives' weighted sum over the positives (:func:`hardneg._lse.masked_tilted_lse`,
+    cancellation-free for β > 1). Shapes: ``logits`` (A, N), ``positive_mask`` (A, N) bool with at
+    least one True per row → (A,).
     """
-    from hardneg._lse import masked_logsumexp
+    from hardneg._lse import masked_logsumexp, masked_tilted_lse
 
-    tilted = masked_logsumexp((beta + 1.0) * logits, positive_mask)
+    if beta > 0.0:
+        return masked_tilted_lse(logits, positive_mask, beta + 1.0, beta)
+    tilted = masked_logsumexp((beta + 1.0) * logits, positive_mask)  # a tilt of 0 or below
     return tilted - masked_logsumexp(beta * logits, positive_mask)
 
 

@@ -20,7 +20,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from hardneg._constants import constant
-from hardneg._lse import tilt_pair
+from hardneg._lse import TiltedPair, cancels, tilt_pair, tilted_pair, tilted_pair_grad
 from hardneg.objectives.base import log1mexp
 from hardneg.scores import Scores
 
@@ -111,10 +111,14 @@ class _TiltedDebiasedLoss(torch.autograd.Function):
         temperature: float,
     ) -> Tensor:
         xm = logits + fill
+        ctx.pair = cancels(1.0 + beta, beta)
         if beta == 0.0:  # uniform weights: a = lse_j s_ij
             lse = torch.logsumexp(xm, dim=1)
             lws = lse
             saved: tuple[Tensor, ...] = (xm, lse[:, None])
+        elif ctx.pair:  # β > 1: the cancellation-free tilted pair of hardneg._lse
+            u, saved = tilted_pair(xm, 1.0 + beta, beta)
+            lws = u + log_n
         else:  # a = lse_j((1+β) s_ij) − lse_j(β s_ij) + log N_i: both tilts in one call
             x2 = xm * tilt_pair(1.0 + beta, beta, xm.dtype, xm.device)
             lse2 = torch.logsumexp(x2, dim=2)
@@ -129,11 +133,15 @@ class _TiltedDebiasedLoss(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        y, d, active, x, lse = ctx.saved_tensors
+        y, d, active, *saved = ctx.saved_tensors
         needs = ctx.needs_input_grad
         grad_lws, grad_pos = debiased_grads(grad, y, d, active, (needs[0], needs[1]))
         grad_logits = None
-        if needs[0] and grad_lws is not None:
+        if needs[0] and grad_lws is not None and ctx.pair:
+            beta = ctx.beta
+            grad_logits = tilted_pair_grad(grad_lws, TiltedPair(*saved), 1.0 + beta, beta)
+        elif needs[0] and grad_lws is not None:
+            x, lse = saved
             p = torch.exp(x - lse)  # the softmax of each tilt over the valid entries (0 off the mask)
             if ctx.beta == 0.0:
                 grad_logits = p.mul_(grad_lws[:, None])
@@ -154,8 +162,10 @@ def tilted_debiased_loss(scores: Scores, *, beta: float, tau_plus: float) -> Ten
     ``scores.fill``. The values are those of :class:`~hardneg.objectives.Debiased` on
     :class:`~hardneg.negatives.Hard` (or uniform) weights, bit for bit; the backward is the
     closed form ``∂L/∂s_ij = ∂L/∂a_i · ((1+β) softmax_j((1+β) s_i) − β softmax_j(β s_i))`` and
-    :func:`debiased_grads`. For small matrices (it keeps the (2, A, N) tilted logits for the
-    backward) with every row non-empty (``scores.nonempty``) and one positive per anchor.
+    :func:`debiased_grads`, for β > 1 in the cancellation-free form of
+    :func:`hardneg._lse.tilted_pair` (as every engine computes it). For small matrices (it keeps
+    the (2, A, N) tilted logits for the backward) with every row non-empty (``scores.nonempty``)
+    and one positive per anchor.
 
     Args:
         scores: the scores, with ``fill`` (the additive mask) and ``nonempty``.

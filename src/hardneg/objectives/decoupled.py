@@ -55,9 +55,10 @@ def von_mises_fisher_weights(similarity: Tensor, sigma: float) -> Tensor:
 
         w_i = 2 − A · e^{u_i / σ} / Σ_k e^{u_k / σ},   u_i = ⟨a_i, p_i⟩,
 
-    over the A anchors of the batch (mean 1): easy positives (large ``u_i``) weigh less. As in the
-    authors' released code the weights are not detached. In SimCLR's 2B-anchor layout, where both
-    views of a pair have the same ``u``, the 2B-anchor weights equal each view's B-anchor ones.
+    over the A anchors of the batch (mean 1): easy positives (large ``u_i``) weigh less. The weights
+    are a function of ``similarity`` and carry its gradient (:class:`Decoupled`'s ``detach_weights``
+    makes them constants). In SimCLR's 2B-anchor layout, where both views of a pair have the same
+    ``u``, the 2B-anchor weights equal each view's B-anchor ones.
 
     Args:
         similarity: ``u_i``, the positive pairs' inner products (cosines for unit embeddings).
@@ -87,18 +88,30 @@ class Decoupled(Objective):
     DDP). It reads only per-anchor statistics, so every engine (materialised, tiled, gathered)
     computes it. Each anchor needs at least one valid negative (the loss checks it).
 
-    In SimCLR's layout the mean over the 2B anchors is the mean of the authors' two one-way
-    losses (their code sums the two directions: twice this value).
+    In SimCLR's layout the mean over the 2B anchors is the mean of the two one-way losses (the
+    reference implementation sums the two directions: twice this value).
+
+    Whether DCLW's weights carry a gradient the paper does not say (its L_DCW only defines them), and
+    we found no implementation released by its authors: the one libraries cite as the reference,
+    ``raminnakhli/Decoupled-Contrastive-Learning`` (``loss/dcl.py``, ``DCLW``'s ``weight_fn``),
+    back-propagates through them, which is the default here (``detach_weights=False``);
+    ``detach_weights=True`` treats them as constants, as lightly's ``DCLWLoss``
+    (``lightly/loss/dcl_loss.py``, ``negative_mises_fisher_weights``) does. The values are equal;
+    the gradients differ by the weights' own term, ``−Σ_i s⁺_i ∇w_i``.
 
     Args:
         sigma: DCLW's von Mises–Fisher concentration (the paper uses 0.5); ``None``: DCL.
+        detach_weights: DCLW's weights as constants in the backward pass (default ``False``: they
+            carry their gradient, as in the reference implementation); ignored without ``sigma``.
 
     Shapes:
         ``weighted`` with A anchors → (A,).
 
     References:
         Yeh, Hong, Hsu, Liu, Chen, LeCun, *Decoupled Contrastive Learning*, ECCV 2022: the
-        decoupled loss L_DC and its weighted form L_DCW.
+        decoupled loss L_DC and its weighted form L_DCW; the reference implementation
+        ``github.com/raminnakhli/Decoupled-Contrastive-Learning``, ``loss/dcl.py`` (``DCLW``);
+        lightly's ``DCLWLoss`` (``github.com/lightly-ai/lightly``, ``lightly/loss/dcl_loss.py``).
 
     Example:
         >>> import torch
@@ -113,16 +126,24 @@ class Decoupled(Objective):
 
     row_reducible = True  # reads s⁺_i, t and log Σ_j w_ij e^{s_ij} only
 
-    def __init__(self, *, sigma: float | None = None):
+    def __init__(self, *, sigma: float | None = None, detach_weights: bool = False):
         super().__init__()
         self.sigma = None if sigma is None else check_positive("sigma", sigma)
+        if not isinstance(detach_weights, bool):
+            raise ValueError(f"detach_weights must be a bool (True or False), got {detach_weights!r}")
+        self.detach_weights = detach_weights
 
     def forward(self, weighted: WeightedScores) -> Tensor:
         s = weighted.scores
         weight = None
         if self.sigma is not None:
             weight = von_mises_fisher_weights(s.positive * s.temperature, self.sigma)
+            if self.detach_weights:
+                weight = weight.detach()
         return decoupled(weighted.log_weighted_sum, s.positive, weight)
 
     def _config(self) -> dict[str, object]:
-        return {"sigma": self.sigma}
+        config: dict[str, object] = {"sigma": self.sigma}
+        if self.detach_weights:
+            config["detach_weights"] = True
+        return config

@@ -179,6 +179,7 @@ def tiled_loss(
     beta = weights.effective_tilt(anchors.dtype)
     exponents = weights.exponents(diagnostics=diagnostics, dtype=anchors.dtype)
     at = anchors / temperature
+    differenced = False  # whether column 0 holds L_{1+β} − L_β rather than L_{1+β}
     symmetric = symmetric and rule.subsample_index is None and rule.explicit is None and rule.symmetric_labels
     if fused:  # one kernel, exponents of any sign
         from hardneg.tiled.fused import fused_lse, fused_lse_symmetric
@@ -196,18 +197,25 @@ def tiled_loss(
         # tile and 1 + β = kβ is the integer power k of it (the anchors are scaled once, O(A·d))
         unit = min(exponents) if 1e-3 <= min(exponents) != 1.0 else 1.0
         streamed = tuple(e / unit for e in exponents)
+        hard = differenced = beta != 0  # column 0 is L_{1+β} − L_β, computed as one quantity (tiled.lse)
         if symmetric:
             lse, counts = tiled_lse_symmetric(
-                candidates, unit / temperature, streamed, rule, tile=tile, compiled=compiled
+                candidates, unit / temperature, streamed, rule, tile=tile, compiled=compiled, difference=hard
             )
         else:
             lse, counts = tiled_lse(
-                at * unit if unit != 1.0 else at, candidates, streamed, rule, tile=tile, compiled=compiled
+                at * unit if unit != 1.0 else at, candidates, streamed, rule, tile=tile, compiled=compiled,
+                difference=hard,
             )
     if validate:
         check_rows_nonempty(counts)
     n_valid = counts.to(anchors.dtype)
-    lws = lse[:, 0] - lse[:, 1] + n_valid.log() if beta != 0 else lse[:, 0]
+    if beta == 0:
+        lws = lse[:, 0]
+    elif differenced:
+        lws = lse[:, 0] + n_valid.log()
+    else:
+        lws = lse[:, 0] - lse[:, 1] + n_valid.log()
     positive = (at * positives).sum(dim=1)
     scores = Scores.streamed(
         positive,

@@ -25,6 +25,11 @@ backward. Otherwise (``compile_tiles``, two unrelated exponents, a small tempera
 β, unnormalised embeddings) the running maximum and the general block gradient run; both give
 the same values to round-off (tested). With constant candidates (no gradient: MoCo's queue) the
 anchors' gradient is summed in the forward pass instead (:mod:`hardneg.tiled.constant`).
+
+``difference=True`` (hard negatives): the first output column is ``L_0 − L_1`` from the running
+statistics (not the difference of two rounded ``L``), and for ``b > a − b`` (β > 1,
+:func:`hardneg._lse.cancels`) the running maximum streams the cancellation-free tilted pair of
+:mod:`hardneg.tiled.stream` forward and backward (eager kernels, whatever ``compiled``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from hardneg._lse import cancels
 from hardneg.tiled.constant import accumulated_gradient, accumulation, forward_accumulated
 from hardneg.tiled.mask import TileMask
 from hardneg.tiled.pair import safe_band
@@ -57,10 +63,16 @@ from hardneg.tiled.stream import (
     finish,
     grad_apply,
     grad_plan,
+    pair_difference,
+    pair_grad_apply,
+    pair_grad_plan,
     tiles,
 )
 
 __all__ = ["TilePlan", "plan_tiles", "tiled_lse"]
+
+#: ``(s, planned, dim, scratch, tag, floor) → G``: a tile's gradient from its rows' (or columns') plan.
+TileGradient = Callable[[Tensor, Any, int, Scratch, str, "float | None"], Tensor]
 
 
 @dataclass(frozen=True)
@@ -140,14 +152,22 @@ def _forward(
     tile: int,
     compiled: bool,
     plan: TilePlan,
-) -> tuple[Tensor, Tensor]:
-    """Forward of :class:`_TiledLSE`; ``plan``: each tile's exponent floor (:func:`plan_tiles`)."""
-    shape = row_shift(exponents) if plan.shared_shift and not compiled else None
+    *,
+    difference: bool = False,
+    pair: bool = False,
+) -> tuple[Tensor, Tensor, Tensor | None, tuple[Tensor, Tensor] | None]:
+    """Forward of :class:`_TiledLSE`: ``(L, counts, L_0 − L_1 or None, (M, S) or None)``;
+    ``plan``: each tile's exponent floor (:func:`plan_tiles`); ``pair``: the tilted pair (its
+    running statistics returned for the backward)."""
+    shape = row_shift(exponents) if plan.shared_shift and not compiled and not pair else None
     if shape is not None:
-        return _forward_fixed(anchors, candidates, exponents, rule, tile, plan, shape)
+        return _forward_fixed(anchors, candidates, exponents, rule, tile, plan, shape, difference)
     a_n = anchors.shape[0]
-    fold = block_absorb(exponents, anchors, compiled)
+    fold = block_absorb(exponents, anchors, compiled, pair=pair)
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
+    diff = torch.empty(a_n, dtype=anchors.dtype, device=anchors.device) if difference else None
+    maxes = torch.empty(a_n, dtype=anchors.dtype, device=anchors.device) if pair else None
+    sums = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device) if pair else None
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
     work = Scratch()
     for bi, (r0, r1) in enumerate(tiles(a_n, tile)):
@@ -158,8 +178,12 @@ def _forward(
             s = torch.mm(a_blk, candidates[c0:c1].T, out=work.get("s", r1 - r0, c1 - c0, a_blk))
             counts[r0:r1] += c1 - c0 if plan.clean(bi, bj) else rule.fill_invalid_(s, r0, r1, c0, c1)
             fold(run_max, run_sum, s, 1, work, True, plan.floor(bi, bj))
-        out[r0:r1] = finish(run_max, run_sum, exponents)
-    return out, counts
+        out[r0:r1] = finish(run_max, run_sum, exponents, pair=pair)
+        if diff is not None:
+            diff[r0:r1] = pair_difference(run_max, run_sum, exponents, pair=pair)
+        if maxes is not None and sums is not None:
+            maxes[r0:r1], sums[r0:r1] = run_max, run_sum
+    return out, counts, diff, None if maxes is None or sums is None else (maxes, sums)
 
 
 def _scaled(anchors: Tensor, a: float) -> Tensor:
@@ -175,7 +199,8 @@ def _forward_fixed(
     tile: int,
     plan: TilePlan,
     shape: RowShift,
-) -> tuple[Tensor, Tensor]:
+    difference: bool = False,
+) -> tuple[Tensor, Tensor, Tensor | None, None]:
     """:func:`_forward` with the fixed per-row shifts of :mod:`hardneg.tiled.rowshift` (the caller
     checked ``plan.shared_shift``): no running maximum, the shift subtracted from each tile in place."""
     a_n = anchors.shape[0]
@@ -184,6 +209,7 @@ def _forward_fixed(
     sigma = bound * a
     scaled = _scaled(anchors, a)
     out = torch.empty(a_n, len(exponents), dtype=anchors.dtype, device=anchors.device)
+    diff = torch.empty(a_n, dtype=anchors.dtype, device=anchors.device) if difference else None
     counts = torch.zeros(a_n, dtype=torch.int64, device=anchors.device)
     work = Scratch()
     cols = tiles(candidates.shape[0], tile)
@@ -201,9 +227,12 @@ def _forward_fixed(
         counts[r0:r1] += n_clean
         # L_e = a_e · bound + log S_e; −inf on rows without a valid entry (floored entries leave
         # e^{floor}-sized sums there)
-        out[r0:r1] = finish(bound[r0:r1], parts.sum(dim=0).T, exponents)
+        row_sums = parts.sum(dim=0).T
+        out[r0:r1] = finish(bound[r0:r1], row_sums, exponents)
         out[r0:r1].masked_fill_((counts[r0:r1] == 0)[:, None], float("-inf"))
-    return out, counts
+        if diff is not None:
+            diff[r0:r1] = pair_difference(bound[r0:r1], row_sums, exponents)
+    return out, counts, diff, None
 
 
 class _TiledLSE(torch.autograd.Function):
@@ -217,52 +246,75 @@ class _TiledLSE(torch.autograd.Function):
         tile: int,
         compiled: bool,
         constant: bool,
+        difference: bool,
     ) -> tuple[Tensor, Tensor]:
         plan = plan_tiles(anchors, candidates, exponents, rule, tile)  # once, for both passes
-        ctx.exponents, ctx.accumulated = exponents, None
+        pair = difference and cancels(exponents[0], exponents[1])
+        ctx.exponents, ctx.accumulated, ctx.difference, ctx.pair = exponents, None, difference, pair
         shape = accumulation(  # constant candidates: the anchors' gradient made in this pass
             exponents, wanted=constant, num_candidates=candidates.shape[0], clean=plan.masked == frozenset(),
             shared_shift=plan.shared_shift, risky=plan.risky, compiled=compiled,
         )
-        if shape is not None:
+        if shape is not None and not pair:
             out, counts, ctx.accumulated = forward_accumulated(
                 anchors, candidates, exponents, shape, y_norm=plan.y_norm, tile=tile
             )
             ctx.mark_non_differentiable(counts)
+            if difference:  # magnitudes bounded by the shared shift (at most B): no rounding to fear
+                out = torch.cat([(out[:, 0] - out[:, 1])[:, None], out[:, 1:]], dim=1)
             return out, counts
-        out, counts = _forward(anchors, candidates, exponents, rule, tile, compiled, plan)
-        ctx.save_for_backward(anchors, candidates, out)
+        out, counts, diff, stats = _forward(
+            anchors, candidates, exponents, rule, tile, compiled, plan, difference=difference, pair=pair
+        )
+        if stats is not None:  # the tilted pair: its running statistics
+            ctx.save_for_backward(anchors, candidates, *stats)
+        else:
+            ctx.save_for_backward(anchors, candidates, out)
         ctx.rule, ctx.tile, ctx.compiled = rule, tile, compiled
         ctx.plan = plan
         ctx.mark_non_differentiable(counts)
+        if diff is not None:
+            out = torch.cat([diff[:, None], out[:, 1:]], dim=1)
         return out, counts
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor, _counts_grad: Tensor | None) -> tuple[Tensor | None, ...]:
+        nothing = (None,) * 6
+        if ctx.difference and not ctx.pair:  # ∂/∂L_0 = g_0, ∂/∂L_1 = g_1 − g_0
+            grad = torch.cat([grad[:, :1], grad[:, 1:2] - grad[:, :1], grad[:, 2:]], dim=1)
         if ctx.accumulated is not None:  # the forward pass made it (constant candidates)
-            g_acc = accumulated_gradient(grad, ctx.accumulated, ctx.exponents)
-            return g_acc, None, None, None, None, None, None
-        anchors, candidates, out = ctx.saved_tensors
+            return accumulated_gradient(grad, ctx.accumulated, ctx.exponents), None, *nothing
+        anchors, candidates, *saved = ctx.saved_tensors
         exponents, rule, tile = ctx.exponents, ctx.rule, ctx.tile
         ga = torch.zeros_like(anchors) if ctx.needs_input_grad[0] else None
         gc = torch.zeros_like(candidates) if ctx.needs_input_grad[1] else None
         tplan: TilePlan = ctx.plan
-        shape = row_shift(exponents) if tplan.shared_shift and not ctx.compiled else None
-        coef, lse, active, flags = backward_coefficients(
-            grad, out, exponents, checks=lambda c, lg: fold_checks(c, lg, shape)
-        )
-        if not active:
-            return ga, gc, None, None, None, None, None
-        fold = choose_fold(lse, coef, exponents, shape, active, flags)
-        if fold is not None:
-            _backward_folded(anchors, candidates, ga, gc, rule, tile, tplan, fold)
-            return ga, gc, None, None, None, None, None
-        plan, grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
+        if ctx.pair:
+            plan_rows, grad_of = pair_gradient(grad, saved[0], saved[1], exponents)
+            if plan_rows is None:
+                return ga, gc, *nothing
+        else:
+            (out,) = saved
+            shape = row_shift(exponents) if tplan.shared_shift and not ctx.compiled else None
+            coef, lse, active, flags = backward_coefficients(
+                grad, out, exponents, checks=lambda c, lg: fold_checks(c, lg, shape)
+            )
+            if not active:
+                return ga, gc, *nothing
+            fold = choose_fold(lse, coef, exponents, shape, active, flags)
+            if fold is not None:
+                _backward_folded(anchors, candidates, ga, gc, rule, tile, tplan, fold)
+                return ga, gc, *nothing
+            plan, grad_of = block_gradient(exponents, active, anchors, ctx.compiled)
+
+            def plan_rows(r0: int, r1: int) -> Any:
+                return plan(lse[r0:r1], coef[r0:r1])
+
         work = Scratch()
         for bi, (r0, r1) in enumerate(tiles(anchors.shape[0], tile)):
             a_blk = anchors[r0:r1]
-            planned = plan(lse[r0:r1], coef[r0:r1])
+            planned = plan_rows(r0, r1)
             ga_blk = None
             for bj, (c0, c1) in enumerate(tiles(candidates.shape[0], tile)):
                 c_blk = candidates[c0:c1]
@@ -276,7 +328,29 @@ class _TiledLSE(torch.autograd.Function):
                     gc[c0:c1].addmm_(g.T, a_blk)
             if ga is not None and ga_blk is not None:
                 ga[r0:r1] = ga_blk
-        return ga, gc, None, None, None, None, None
+        return ga, gc, *nothing
+
+
+def pair_gradient(
+    grad: Tensor, maxes: Tensor, sums: Tensor, exponents: tuple[float, ...]
+) -> tuple[Callable[[int, int], Any] | None, TileGradient]:
+    """``(plan_rows, apply)`` of the tilted pair's backward (:func:`~hardneg.tiled.stream.pair_grad_plan`
+    for the rows ``r0:r1`` and :func:`~hardneg.tiled.stream.pair_grad_apply` over a tile, along
+    ``dim``), from the forward's running statistics ``maxes`` (A,), ``sums`` (A, E) and the
+    upstream gradient (A, E) of ``(L_0 − L_1, L_1, …)``; ``plan_rows`` is ``None`` when no output
+    carries a gradient (one host read)."""
+    active = [e for e, live in enumerate((grad != 0).any(dim=0).tolist()) if live]
+
+    def apply(s: Tensor, planned: Any, dim: int, work: Scratch, tag: str, floor: float | None) -> Tensor:
+        return pair_grad_apply(s, planned, dim=dim, scratch=work, tag=tag, floor=floor)
+
+    if not active:
+        return None, apply
+
+    def plan_rows(r0: int, r1: int) -> Any:
+        return pair_grad_plan(maxes[r0:r1], sums[r0:r1], grad[r0:r1], exponents, active)
+
+    return plan_rows, apply
 
 
 def _backward_folded(
@@ -341,14 +415,15 @@ def backward_coefficients(
 
 
 def block_absorb(
-    exponents: tuple[float, ...], like: Tensor, compiled: bool
+    exponents: tuple[float, ...], like: Tensor, compiled: bool, *, pair: bool = False
 ) -> Callable[[Tensor, Tensor, Tensor, int, Scratch, bool, float | None], None]:
     """``(run_max, run_sum, s, dim, scratch, consume, floor) → None``: fold a logits block into the
     running statistics in place — the eager :func:`~hardneg.tiled.stream.absorb_` or its compiled,
-    fused twin (which never overwrites ``s``, and needs no floor: its exponential is its own)."""
-    if not compiled:
+    fused twin (which never overwrites ``s``, and needs no floor: its exponential is its own);
+    ``pair``: the tilted pair (eager)."""
+    if not compiled or pair:
         return lambda run_max, run_sum, s, dim, work, consume, floor: absorb_(
-            run_max, run_sum, s, exponents, dim=dim, consume=consume, scratch=work, floor=floor
+            run_max, run_sum, s, exponents, dim=dim, consume=consume, scratch=work, floor=floor, pair=pair
         )
     from hardneg.tiled.compiled import compiled_kernels
 
@@ -402,6 +477,7 @@ def tiled_lse(
     *,
     tile: int,
     compiled: bool = False,
+    difference: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """``(L, N)``: masked ``log Σ_j e^{a_e s_ij}`` (A, E) and valid counts N_i (A,) int64.
 
@@ -418,6 +494,9 @@ def tiled_lse(
         tile: the side of a tile.
         compiled: fuse the element-wise work of a tile with ``torch.compile``
             (:mod:`hardneg.tiled.compiled`).
+        difference: the first column is ``L_0 − L_1`` (``a_0 > a_1 > 0``, hard negatives'
+            ``lse((1+β)s) − lse(βs)``), computed without the rounding of the two ``L`` and, for
+            ``a_1 > a_0 − a_1``, in the cancellation-free form of :mod:`hardneg.tiled.stream`.
 
     Shapes:
         ``anchors`` (A, d), ``candidates`` (N, d) → ``L`` (A, E) and ``N`` (A,) int64.
@@ -440,8 +519,11 @@ def tiled_lse(
     """
     if tile < 1:
         raise ValueError(f"tile must be an int >= 1, got {tile}")
+    exps = tuple(float(a) for a in exponents)
+    if difference and not (len(exps) >= 2 and exps[0] > exps[1] > 0):
+        raise ValueError(f"difference=True needs exponents a_0 > a_1 > 0 first, got {exps}")
     constant = torch.is_grad_enabled() and anchors.requires_grad and not candidates.requires_grad
     out: tuple[Tensor, Tensor] = _TiledLSE.apply(
-        anchors, candidates, tuple(float(a) for a in exponents), rule, tile, bool(compiled), constant
+        anchors, candidates, exps, rule, tile, bool(compiled), constant, bool(difference)
     )
     return out

@@ -68,7 +68,7 @@ class _TiledRowMean(torch.autograd.Function):
             # log-sum-exp takes positive exponents)
             signed = anchors if beta > 0 else -anchors
             plan = plan_tiles(signed, candidates, (abs(beta),), rule, tile)
-            lse, counts = _lse_forward(signed, candidates, (abs(beta),), rule, tile, False, plan)
+            lse, counts, _, _ = _lse_forward(signed, candidates, (abs(beta),), rule, tile, False, plan)
             lse_beta: Tensor | None = lse[:, 0]
         else:  # one pass: Σ_j h_ij and N_i, then the mean
             lse_beta, counts = None, torch.zeros(a_n, dtype=torch.int64, device=anchors.device)

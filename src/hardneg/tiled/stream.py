@@ -13,6 +13,16 @@ repeated squaring (:func:`ipow`). The backward pass shifts by ``L_e / k`` instea
 
 whose factor lies in [N^{−1}, 1] (the power means: ``L_e/k ≤ L_a ≤ L_e/k + log N``), so nothing
 overflows. Every exponential has a non-positive argument.
+
+**The tilted pair** (``pair=True``: the first two exponents ``a > b`` with ``b > a − b``, hard
+negatives with β > 1, :func:`hardneg._lse.cancels`): the running sums hold ``D = Σ w q`` in the
+place of ``S_a`` (``w = e^{b(s − M)}``, ``q = e^{(a−b)(s − M)} − 1``, :func:`hardneg._lse.pair_terms`)
+and ``S_a = S_b + D``; a new maximum rebases them with terms of one sign,
+
+    S_b ← e^{bΔ} S_b,    D ← e^{bΔ} (e^{(a−b)Δ} D + (e^{(a−b)Δ} − 1) S_b)     (Δ = M − M' ≤ 0),
+
+and the backward is ``w ⊙ (α + γ q)`` (:func:`hardneg._lse.pair_coefficients`): the gradient
+``a·softmax(a s) − b·softmax(b s)`` without the difference of two rounded softmaxes.
 """
 
 from __future__ import annotations
@@ -24,8 +34,11 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
+from hardneg._lse import pair_coefficients, pair_terms
+
 __all__ = [
     "MAX_MULTIPLE",
+    "PairPlan",
     "Scratch",
     "absorb_",
     "exp_",
@@ -36,6 +49,9 @@ __all__ = [
     "grad_plan",
     "ipow",
     "multiples",
+    "pair_difference",
+    "pair_grad_apply",
+    "pair_grad_plan",
     "partners",
     "tiles",
 ]
@@ -156,16 +172,22 @@ def absorb_(
     consume: bool = True,
     scratch: Scratch | None = None,
     floor: float | None = None,
+    pair: bool = False,
 ) -> None:
     """Fold the logits block ``s`` into the running ``(M, S_e)`` of its rows (``dim=1``) or columns
     (``dim=0``): ``run_max`` (R,), ``run_sum`` (R, E), both updated in place. ``s`` is overwritten
-    unless ``consume=False`` (one more tile-sized buffer). ``floor``: see :func:`exp_floor`."""
+    unless ``consume=False`` (one more tile-sized buffer). ``floor``: see :func:`exp_floor`.
+    ``pair``: ``run_sum[:, 0]`` holds ``D`` of the tilted pair (module docstring)."""
     m = torch.maximum(run_max, s.amax(dim=dim))
     m_safe = torch.where(torch.isfinite(m), m, 0.0)
     old = torch.where(torch.isfinite(run_max), run_max - m_safe, float("-inf"))  # ≤ 0
     work = scratch if scratch is not None else Scratch()
     shift = _along(m_safe, dim)
     d = s.sub_(shift) if consume else torch.sub(s, shift, out=work.like("d", s))  # ≤ 0; −inf stays −inf
+    if pair:
+        _absorb_pair(run_sum, d, old, exponents, dim=dim, work=work, floor=floor)
+        run_max.copy_(m)
+        return
     mults = multiples(exponents, list(range(len(exponents))))
     singles = [e for e in range(len(exponents)) if e not in mults]
     for i, e in enumerate(singles):
@@ -183,12 +205,57 @@ def absorb_(
     run_max.copy_(m)
 
 
-def finish(run_max: Tensor, run_sum: Tensor, exponents: tuple[float, ...]) -> Tensor:
-    """``L_e = a_e M + log S_e`` (R, E); −inf where no entry was valid."""
+def _absorb_pair(
+    run_sum: Tensor,
+    d: Tensor,
+    old: Tensor,
+    exponents: tuple[float, ...],
+    *,
+    dim: int,
+    work: Scratch,
+    floor: float | None,
+) -> None:
+    """:func:`absorb_` of the tilted pair: ``d = s − M'`` (overwritten), ``old = M − M'`` ≤ 0; the
+    other exponents as powers of ``w`` where they are integer multiples of ``b`` (the effective
+    sample size's ``2b``), else by their own exponential."""
+    a, b = exponents[0], exponents[1]
+    c = a - b
+    mults = multiples(exponents, list(range(1, len(exponents))))
+    for e in range(2, len(exponents)):
+        if mults.get(e, (None,))[0] != 1:  # not a power of w: its own exponential (d not yet consumed)
+            x = exp_(torch.mul(d, exponents[e], out=work.like("x", d)), floor)
+            run_sum[:, e].mul_(torch.exp(old * exponents[e])).add_(x.sum(dim=dim))
+    scale_b = torch.exp(old * b)  # rebase S_b and D onto the new maximum (module docstring)
+    rebased_d = (torch.exp(old * c) * run_sum[:, 0] + torch.expm1(old * c) * run_sum[:, 1]) * scale_b
+    w, q = pair_terms(d, b, c, floor=floor, out=work.like("w", d))
+    run_sum[:, 0] = rebased_d + torch.linalg.vecdot(w, q, dim=dim)
+    run_sum[:, 1].mul_(scale_b).add_(w.sum(dim=dim))
+    for k, e in partners(mults, 1):  # e^{k b (s − M)} = w^k
+        power = ipow(w, k, work.like("pow", w))
+        run_sum[:, e].mul_(torch.exp(old * exponents[e])).add_(power.sum(dim=dim))
+
+
+def finish(run_max: Tensor, run_sum: Tensor, exponents: tuple[float, ...], *, pair: bool = False) -> Tensor:
+    """``L_e = a_e M + log S_e`` (R, E); −inf where no entry was valid. ``pair``: ``run_sum[:, 0]``
+    holds ``D`` and ``S_a = S_b + D`` (module docstring)."""
     finite = torch.isfinite(run_max)
     a = torch.tensor(exponents, dtype=run_max.dtype, device=run_max.device)
     m = torch.where(finite, run_max, 0.0)
+    if pair:
+        run_sum = torch.cat([run_sum[:, :1] + run_sum[:, 1:2], run_sum[:, 1:]], dim=1)
     return torch.where(finite[:, None], m[:, None] * a + run_sum.log(), float("-inf"))
+
+
+def pair_difference(
+    run_max: Tensor, run_sum: Tensor, exponents: tuple[float, ...], *, pair: bool = False
+) -> Tensor:
+    """``L_0 − L_1`` (R,) from the running statistics without the rounding of the two large ``L``:
+    ``(a_0 − a_1) M + log S_0 − log S_1``, or with ``pair`` ``(a − b) M + log1p(D / S_b)``."""
+    finite = torch.isfinite(run_max)
+    m = torch.where(finite, run_max, 0.0) * (exponents[0] - exponents[1])
+    if pair:
+        return m + torch.log1p(run_sum[:, 0] / run_sum[:, 1])
+    return m + (run_sum[:, 0].log() - run_sum[:, 1].log())
 
 
 @dataclass(frozen=True)
@@ -248,6 +315,73 @@ def grad_apply(
         # an exact 0, which also keeps the tile's matrix products off subnormal operands (on a
         # CPU these made the backward of a K-subsampled tile ~20× slower)
         g.masked_fill_(torch.isneginf(s), 0.0)
+    return g
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    """The per-row vectors of :func:`pair_grad_apply` for a block of rows: the shift ``M``, the
+    tilted pair's ``(α, γ)`` (with ``∂/∂L_b``'s ``b/S_b`` in ``α``) and the other active exponents as
+    :class:`_Term` on the shifted logits ``s − M`` (``shift = log S_e``)."""
+
+    shift: Tensor
+    alpha: Tensor
+    gamma: Tensor
+    b: float
+    c: float
+    rest: tuple[_Term, ...]
+
+
+def pair_grad_plan(
+    run_max: Tensor, run_sum: Tensor, grad: Tensor, exponents: tuple[float, ...], active: list[int]
+) -> PairPlan:
+    """:class:`PairPlan` from the forward's statistics (``run_sum[:, 0]`` is ``D``) and the upstream
+    gradient ``grad`` (R, E) of the outputs ``(L_0 − L_1, L_1, L_2, …)``."""
+    a, b = exponents[0], exponents[1]
+    m = torch.where(torch.isfinite(run_max), run_max, 0.0)
+    s_b, dsum = run_sum[:, 1], run_sum[:, 0]
+    alpha, gamma = pair_coefficients(grad[:, 0], s_b, dsum, a, b, nonempty=False)
+    if 1 in active:  # ∂L_b/∂s = b w / S_b
+        alpha = alpha + torch.where(s_b > 0, grad[:, 1] * b / s_b.clamp_min(torch.finfo(s_b.dtype).tiny), 0.0)
+    live = run_sum[:, 1] > 0  # rows with a valid entry (the others carry no gradient)
+    rest = tuple(
+        _Term(
+            exponents[e],
+            torch.where(live, run_sum[:, e].log(), 0.0),
+            torch.where(live, grad[:, e] * exponents[e], 0.0),
+            (),
+        )
+        for e in active
+        if e >= 2
+    )
+    return PairPlan(m, alpha, gamma, b, a - b, rest)
+
+
+def pair_grad_apply(
+    s: Tensor,
+    plan: PairPlan,
+    *,
+    dim: int,
+    scratch: Scratch | None = None,
+    tag: str = "",
+    floor: float | None = None,
+) -> Tensor:
+    """The gradient of the outputs with respect to the block ``s`` (not modified) for
+    :class:`PairPlan`: ``w ⊙ (α + γ q)`` plus ``Σ coef_e e^{a_e (s − M) − log S_e}`` of the other
+    exponents. The result lives in ``scratch``'s buffers named after ``tag``."""
+    work = scratch if scratch is not None else Scratch()
+    d = torch.sub(s, _along(plan.shift, dim), out=work.like(f"{tag}d", s))  # ≤ 0 at unit scale
+    extra: Tensor | None = None
+    for i, term in enumerate(plan.rest):
+        p = exp_(torch.add(_along(-term.shift, dim), d, alpha=term.a, out=work.like(f"{tag}p{i}", s)), floor)
+        p.mul_(_along(term.base, dim))
+        extra = p if extra is None else extra.add_(p)
+    w, q = pair_terms(d, plan.b, plan.c, floor=floor, out=work.like(f"{tag}w", s))
+    g = q.mul_(_along(plan.gamma, dim)).add_(_along(plan.alpha, dim)).mul_(w)  # w ⊙ (α + γ q)
+    if extra is not None:
+        g.add_(extra)
+    if floor is not None:
+        g.masked_fill_(torch.isneginf(s), 0.0)  # an excluded entry carries no gradient (grad_apply)
     return g
 
 
