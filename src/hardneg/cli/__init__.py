@@ -145,9 +145,12 @@ def _interrupted_message(config: str, run_dir: Path, *, existed: bool = True, si
     meaning["last.ckpt"] = "the last finished epoch"
     meaning["interrupted.ckpt"] = "the moment of interruption, for inspection only"
     names = epochs + (["interrupted.ckpt"] if (folder / "interrupted.ckpt").is_file() else [])
-    if not names:
+    if not names:  # a run stopped before training leaves nothing that blocks the same command
+        from hardneg.pipeline.run_folder import failed_start
+
+        plain = not run_dir.is_dir() or not any(run_dir.iterdir()) or failed_start(run_dir)
         return (f"{stopped} before the first checkpoint; start again with "
-                f"`hardneg train {config} ... --out {run_dir} --force`")
+                f"`hardneg train {config} ... --out {run_dir}{'' if plain else ' --force'}`")
     listing = ", ".join(f"{name} = {meaning[name]}" for name in names)
     again = f"`hardneg train {config} ... --resume --out {run_dir}`"
     if not epochs:
