@@ -358,6 +358,33 @@ def test_a_run_whose_data_fails_leaves_nothing_behind(tmp_path: Path, existed: b
         train_run(cfg, run, quiet=True)
 
 
+# Issue 44: `~` is expanded once, by hardneg, so that Lightning and hardneg write one folder.
+
+@pytest.mark.parametrize("where", ["out_dir", "--out"])
+def test_a_tilde_in_the_output_folder_gives_one_run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    out = ["out_dir=~/runs"] if where == "out_dir" else ["--out", "~/runs/digits"]  # as a quoted '~' arrives
+    result = CliRunner().invoke(app, ["train", "digits", *QUICK, *out, "-q"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert _tree(cwd) == []  # no './~'
+    written = _tree(home / "runs" / "digits")
+    assert {"config.yaml", "checkpoints/last.ckpt", "logs/tensorboard", "metrics.json"} <= set(written)
+
+
+def test_path_keys_of_a_config_are_expanded_when_it_is_validated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert load_config("digits", ["out_dir=~/runs"]).out_dir == f"{tmp_path}/runs"
+    tu = load_config("graphs", ["data.dataset=tu", "data.name=MUTAG", "data.root=~/TU"])
+    assert tu.data.root == f"{tmp_path}/TU"  # type: ignore[attr-defined]
+
 
 def test_a_metrics_json_that_is_not_json_is_named_with_the_file_it_links_to(tmp_path: Path) -> None:
     from hardneg.pipeline.run_folder import load_result

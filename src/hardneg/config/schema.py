@@ -18,9 +18,11 @@ whose keys depend on the chosen ``name``: they are checked against the registrie
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -32,6 +34,9 @@ from pydantic import (
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+UserPath = Annotated[str, AfterValidator(os.path.expanduser)]
+"""A path key (``out_dir``, ``data.root``, ``eval.senteval``): ``~`` and ``~user`` are expanded once,
+when the config is validated, so every writer and reader (Lightning's included) gets the same folder."""
 
 __all__ = [
     "CompareConfig",
@@ -45,6 +50,7 @@ __all__ = [
     "Section",
     "SweepConfig",
     "TrainConfig",
+    "UserPath",
     "moco_section",
 ]
 
@@ -268,7 +274,7 @@ class RunConfig(Section):
     seed: int = Field(
         0, ge=0, le=2**32 - 1, description="seed of initialisation, data order and augmentations"
     )
-    out_dir: str = Field("runs", description="parent folder of run folders")
+    out_dir: UserPath = Field("runs", description="parent folder of run folders")
     imports: list[str] = Field(
         default_factory=list, description="modules imported first (user registrations)"
     )

@@ -36,7 +36,7 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from hardneg.config import DataSection
+from hardneg.config import DataSection, UserPath
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.data.text.splits import TokenSplit
@@ -83,7 +83,7 @@ class ArticlesText(Section):
 class ArticlesData(DataSection):
     """``data`` of ``articles``: where the corpus is, the per-article split, the text settings."""
 
-    root: str | None = Field(None, description="the corpus file / folder (source nyt, wiki: optional)")
+    root: UserPath | None = Field(None, description="the corpus file / folder (source nyt, wiki: optional)")
     test_fraction: float = Field(
         0.25, gt=0.0, lt=1.0,
         description="held-out fraction of each article's sentences (two stay in training)",

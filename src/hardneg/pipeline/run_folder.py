@@ -536,8 +536,9 @@ class RunResult:
 
 
 def run_dir_for(cfg: RunConfig, out: str | Path | None = None) -> Path:
-    """``out`` if given, else ``<cfg.out_dir>/<cfg.name>``."""
-    return Path(out) if out is not None else Path(cfg.out_dir) / cfg.name
+    """``out`` if given (``~`` expanded), else ``<cfg.out_dir>/<cfg.name>`` (the config expanded
+    ``out_dir``'s): one folder for every writer of the run, Lightning's included."""
+    return Path(out).expanduser() if out is not None else Path(cfg.out_dir) / cfg.name
 
 
 def _check_resume_config(saved: RunConfig, new: RunConfig) -> None:
