@@ -137,3 +137,28 @@ def test_a_folder_another_process_writes_is_refused_and_kept(tmp_path: Path) -> 
         assert f"(PID {os.getpid()})" in line
     assert (run / "checkpoints" / "last.ckpt").read_bytes() == b"the other run's checkpoint"
     assert sorted(p.name for p in run.rglob("*")) == ["checkpoints", "config.yaml", "last.ckpt"]
+
+
+def test_a_data_root_of_the_wrong_kind_is_named_before_a_run_folder_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: ``data.root=/`` for a TSV corpus was hashed file by file, then blamed on the run folder."""
+    monkeypatch.chdir(tmp_path)
+    line = _one_error(_invoke("train", "articles", "data.text.source=tsv", "data.root=/", "-q"))
+    assert line == ("error: invalid value for 'data.root': data.text.source='tsv' reads a file of "
+                    "'article_id<TAB>sentence' lines, got '/', which is a folder")
+    missing = tmp_path / "no"
+    line = _one_error(_invoke("train", "articles", "data.text.source=folder", f"data.root={missing}"))
+    assert line.endswith(f"reads a folder of <article>.txt files, got '{missing}', which does not exist")
+    assert list(tmp_path.iterdir()) == []  # no run folder, no lock file
+
+
+def test_a_data_file_that_cannot_be_read_is_named_not_the_run_folder() -> None:
+    from hardneg.pipeline.provenance import file_digest
+
+    unreadable = Path("/proc/self/mem")  # a file whose read fails (EIO at offset 0)
+    if not unreadable.is_file():
+        pytest.skip("needs Linux's /proc")
+    with pytest.raises(OSError) as err:
+        file_digest(unreadable)
+    assert err.value.filename == str(unreadable)

