@@ -147,10 +147,12 @@ def test_a_data_root_of_the_wrong_kind_is_named_before_a_run_folder_is_written(
     line = _one_error(_invoke("train", "articles", "data.text.source=tsv", "data.root=/", "-q"))
     assert line == ("error: invalid value for 'data.root': data.text.source='tsv' reads a file of "
                     "'article_id<TAB>sentence' lines, got '/', which is a folder")
-    missing = tmp_path / "no"
-    line = _one_error(_invoke("train", "articles", "data.text.source=folder", f"data.root={missing}"))
-    assert line.endswith(f"reads a folder of <article>.txt files, got '{missing}', which does not exist")
     assert list(tmp_path.iterdir()) == []  # no run folder, no lock file
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("a\tsentence one\n")
+    line = _one_error(_invoke("train", "articles", "data.text.source=folder", f"data.root={corpus}"))
+    assert line.endswith(f"reads a folder of <article>.txt files, got '{corpus}', which is not a folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.tsv"]
 
 
 def test_a_data_file_that_cannot_be_read_is_named_not_the_run_folder() -> None:

@@ -114,8 +114,9 @@ GROUP_FILES: dict[str, re.Pattern[str]] = {
     "": re.compile("|".join(re.escape(name) for name in sorted(GROUP_ENTRIES - {"figures"}))),
     "figures": re.compile(r"(?:accuracy|accuracy_vs_.+|cosine_histograms|knn_vs_epochs)\.png"),
 }
-# What `hardneg train` writes before the data is read and the model built: a folder holding only
-# these (and its marker) is a run that failed before training, reclaimed without --force.
+# What `hardneg train` writes before training starts (the vocabulary once the data is read): a
+# folder holding only these (its marker among them) is a run that failed before training,
+# reclaimed without --force.
 START_FILES = frozenset({RUN_MARKER, "config.yaml", "provenance.json", "vocab.json"})
 _SEED = re.compile(r"seed\d+")
 _SEED_LOCK = re.compile(r"\.seed\d+\.lock")

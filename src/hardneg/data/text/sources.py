@@ -62,15 +62,16 @@ ROOT_READS = {
 
 
 def root_problem(source: str, root: str | Path | None) -> str | None:
-    """Why ``root`` cannot be read as ``source``'s data (``"'/' is a folder"``), or ``None``: it is
-    unset (an installed package may serve) or the kind of path :data:`ROOT_READS` says. Checked
-    when the config is validated, before a run folder is written (a folder given as a file would
-    otherwise be read, and hashed for provenance.json, file by file)."""
+    """Why ``root`` cannot be read as ``source``'s data (``"'/', which is a folder"``), or ``None``:
+    it is unset (an installed package may serve), not there yet (a config names its data before they
+    are fetched; reading it names the missing file), or the kind of path :data:`ROOT_READS` says.
+    Checked when the config is validated, before a run folder is written (a folder given as a file
+    would otherwise be hashed for provenance.json file by file, ``/`` included)."""
     if root is None:
         return None
     path = Path(root).expanduser()
     if not path.exists():
-        return f"'{root}', which does not exist"
+        return None
     if source == "folder":
         return None if path.is_dir() else f"'{root}', which is not a folder"
     if path.is_dir():
