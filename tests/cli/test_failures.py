@@ -146,3 +146,30 @@ def test_a_diverging_run_is_one_error_line_with_the_epoch_the_loss_and_advice(tm
     assert re.match(r"error: training diverged at epoch 1, batch \d+ \(after \d+ optimiser steps\): .*; "
                     r"the last finite loss was \S+ \(epoch 1, batch \d+\)\. Try a lower train\.lr "
                     r"\(now 1e\+12\), train\.optimizer=adam or train\.gradient_clip_norm=1\.0$", line), line
+
+
+def test_a_data_root_of_the_wrong_kind_is_named_before_a_run_folder_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: ``data.root=/`` for a TSV corpus was hashed file by file, then blamed on the run folder."""
+    monkeypatch.chdir(tmp_path)
+    line = _one_error(_invoke("train", "articles", "data.text.source=tsv", "data.root=/", "-q"))
+    assert line == ("error: invalid value for 'data.root': data.text.source='tsv' reads a file of "
+                    "'article_id<TAB>sentence' lines, got '/', which is a folder")
+    assert list(tmp_path.iterdir()) == []  # no run folder, no lock file
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("a\tsentence one\n")
+    line = _one_error(_invoke("train", "articles", "data.text.source=folder", f"data.root={corpus}"))
+    assert line.endswith(f"reads a folder of <article>.txt files, got '{corpus}', which is not a folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.tsv"]
+
+
+def test_a_data_file_that_cannot_be_read_is_named_not_the_run_folder() -> None:
+    from hardneg.pipeline.provenance import file_digest
+
+    unreadable = Path("/proc/self/mem")  # a file whose read fails (EIO at offset 0)
+    if not unreadable.is_file():
+        pytest.skip("needs Linux's /proc")
+    with pytest.raises(OSError) as err:
+        file_digest(unreadable)
+    assert err.value.filename == str(unreadable)

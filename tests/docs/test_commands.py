@@ -66,7 +66,11 @@ def test_a_documented_command_resolves_and_validates_outside_the_repository(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # configs come from the package, not from the working directory
     words = shlex.split(" ".join(overrides))  # as the shell passes them: quotes removed
-    concrete = [re.sub(r"=(DIR|OUT_DIR|[\w.-]+\.(tsv|txt|xml\.bz2))$", f"={tmp_path}", w) for w in words]
+    concrete = [re.sub(r"=(DIR|OUT_DIR)$", f"={tmp_path}", w) for w in words]
+    for i, word in enumerate(concrete):  # a data file: one that exists (a folder is refused for a file)
+        if found := re.search(r"=([\w.-]+\.(tsv|txt|xml\.bz2))$", word):
+            (tmp_path / found.group(1)).touch()
+            concrete[i] = word.replace(f"={found.group(1)}", f"={tmp_path / found.group(1)}")
     parsed = parse_overrides(concrete)
     if error:
         with pytest.raises(ConfigError) as err:

@@ -1,4 +1,4 @@
-"""Groups mean what they say (issue 33, items 2, 4 and 9; issue 34, item 6).
+"""Groups mean what they say (issue 33, items 2, 4 and 9; issue 34, item 6; issue 44, item 4).
 
 A strategy name or grid label is one folder name inside the group folder; a grid over what the group
 sets itself (``seed``), duplicate values and empty groups are errors; an interrupted group counts
@@ -60,6 +60,32 @@ def test_an_escaping_strategy_writes_and_deletes_nothing(tmp_path: Path) -> None
     assert line == ("error: invalid value for 'compare.strategies[1].name': must be one folder name (not "
                     "empty, '.' or '..', no '/', '\\' or NUL, at most 255 bytes), got '../../escaped'")
     assert not root.exists() and (escaped / "keep.txt").read_text() == "not the group's"
+
+
+@pytest.mark.parametrize("name", ["results.csv", "compare.yaml", "sweep.yaml", "table.csv", "table.md",
+                                  "results.json", "summary.md", "figures", ".hardneg-group", "Results.CSV",
+                                  ".seed0.lock", ".results.csv.ab12.tmp"])
+def test_a_strategy_is_not_named_after_a_file_of_the_group(name: str) -> None:
+    """Issue 44: a strategy named ``results.csv`` trained every run, then failed writing the table."""
+    cfg = load_config("digits_compare", [*BASE, TWO])
+    cfg.compare.strategies[1].name = name
+    with pytest.raises(ConfigError) as err:
+        check_group(cfg, "compare")
+    message = str(err.value)
+    assert message.startswith("invalid value for 'compare.strategies[1].name': the group's own files take "
+                              "that name in its folder; must be a folder name other than .hardneg-group, "
+                              "compare.yaml, figures, results.csv"), message
+    assert message.endswith(f"got {name!r}")
+
+
+def test_the_cli_refuses_a_strategy_named_results_csv_before_training(tmp_path: Path) -> None:
+    strategies = ("compare.strategies=[{name: simclr, overrides: {}}, {name: results.csv, overrides: "
+                  "{loss.negatives: {name: hard, beta: 1.0}}}]")
+    root = tmp_path / "c"
+    args = ["compare", "digits_compare", *BASE, "compare.seeds=[0]", strategies, "--out", str(root), "-q"]
+    line = _one_error(CliRunner().invoke(app, args))
+    assert line.startswith("error: invalid value for 'compare.strategies[1].name': the group's own files")
+    assert not root.exists()  # nothing trained, nothing written
 
 
 def test_strategy_names_are_distinct_folders_after_normalisation() -> None:

@@ -141,7 +141,46 @@ def test_a_changed_imported_module_is_named(tmp_path: Path, monkeypatch: pytest.
     _record(tmp_path / "run", cfg)
     assert changed_keys(tmp_path / "run", cfg) == []
     module.write_text("SCALE = 2.0\n")
-    assert changed_keys(tmp_path / "run", cfg) == ["imported module changed: hardneg_prov_plugin"]
+    assert changed_keys(tmp_path / "run", cfg) == [f"imported module changed: hardneg_prov_plugin ({module})"]
+
+
+def _plugin(tmp_path: Path, layout: str) -> tuple[str, Path]:
+    """A plug-in (a module, or a module of a package) that imports a helper of its own, which imports
+    another inside a function; returns the name for ``imports:`` and the inner helper's file."""
+    if layout == "module":
+        (tmp_path / "hardneg_prov_plug.py").write_text("import numpy\nimport hardneg_prov_utils\nSCALE = 1\n")
+        (tmp_path / "hardneg_prov_utils.py").write_text("def scale():\n    import hardneg_prov_deep\n")
+        name = "hardneg_prov_plug"
+    else:
+        package = tmp_path / "hardneg_prov_pkg"
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+        (package / "modality.py").write_text("from . import utils\nimport hardneg.loss\n")
+        (package / "utils.py").write_text("def scale():\n    import hardneg_prov_deep\n")
+        name = "hardneg_prov_pkg.modality"
+    deep = tmp_path / "hardneg_prov_deep.py"  # a sibling of the plug-in, outside its package
+    deep.write_text("FACTOR = 1.0\n")
+    return name, deep
+
+
+@pytest.mark.parametrize("layout", ["module", "package"])
+def test_a_changed_helper_of_an_imported_module_is_named_with_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    """Issue 44: provenance hashed only the module named in ``imports:``, so an edit of the plug-in's
+    own helper reused the stale runs."""
+    name, deep = _plugin(tmp_path, layout)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for loaded in [m for m in sys.modules if m.startswith("hardneg_prov_")]:
+        monkeypatch.delitem(sys.modules, loaded)
+    cfg = load_config(None, [f"imports=[{name}]"])
+    _record(tmp_path / "run", cfg)
+    recorded = json.loads((tmp_path / "run" / PROVENANCE_FILE).read_text())["imports"]
+    assert name in recorded and "hardneg_prov_deep" in recorded and "numpy" not in recorded
+    assert not any(m.startswith("hardneg.") for m in recorded)  # hardneg's own code is in "modules"
+    assert changed_keys(tmp_path / "run", cfg) == []
+    deep.write_text("FACTOR = 2.0\n")
+    assert changed_keys(tmp_path / "run", cfg) == [f"imported module changed: hardneg_prov_deep ({deep})"]
 
 
 def test_file_digests_stream_and_follow_the_bytes(tmp_path: Path) -> None:
@@ -160,22 +199,25 @@ def test_file_digests_stream_and_follow_the_bytes(tmp_path: Path) -> None:
 def test_a_group_retrains_a_run_whose_imported_module_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``sweep --resume`` reuses an unchanged run, and trains it again naming the changed module."""
+    """``sweep --resume`` reuses an unchanged run, and trains it again naming the changed module: a
+    helper the ``imports:`` module imports, and its file."""
     from typer.testing import CliRunner
 
     from hardneg.cli import app
 
-    module = tmp_path / "hardneg_prov_group_plugin.py"
-    module.write_text("SCALE = 1.0\n")
+    (tmp_path / "hardneg_prov_group_plugin.py").write_text("from hardneg_prov_group_utils import SCALE\n")
+    helper = tmp_path / "hardneg_prov_group_utils.py"  # the plug-in's own helper
+    helper.write_text("SCALE = 1.0\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "hardneg_prov_group_plugin", raising=False)
+    monkeypatch.delitem(sys.modules, "hardneg_prov_group_utils", raising=False)
     args = ["sweep", "digits", *tiny("eval.figures=false"), "imports=[hardneg_prov_group_plugin]",
             "sweep.grid={loss.temperature: [0.5]}", "sweep.seeds=[0]", "--out", str(tmp_path / "g")]
     assert CliRunner().invoke(app, args).exit_code == 0
     again = CliRunner().invoke(app, [*args, "--resume"])
     assert again.exit_code == 0 and "reused" in again.output, again.output
-    module.write_text("SCALE = 2.0\n")
+    helper.write_text("SCALE = 2.0\n")
     changed = CliRunner().invoke(app, [*args, "--resume"])
     assert changed.exit_code == 0, changed.output
     assert "retrained" in changed.output
-    assert "imported module changed: hardneg_prov_group_plugin" in changed.output
+    assert f"imported module changed: hardneg_prov_group_utils ({helper})" in changed.output

@@ -59,10 +59,19 @@ OverridesArg = Annotated[
     list[str] | None,
     typer.Argument(help="dotted key=value overrides, e.g. loss.negatives.beta=0.5 train.epochs=3"),
 ]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="output folder (default: <out_dir>/<name>)")]
+
+
+def _user_path(value: Path | None) -> Path | None:
+    """A path option with ``~`` expanded once, here (a quoted ``'~'`` reaches hardneg as it is), so
+    that every writer of the run (Lightning's included) gets the same folder."""
+    return value.expanduser() if value is not None else None
+
+
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", help="output folder (default: <out_dir>/<name>)", callback=_user_path)]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="continue from the last epoch checkpoint(s)")]
 ForceOpt = Annotated[bool, typer.Option(
-    "--force", help="overwrite an output folder hardneg made (a run or group folder holding nothing else)")]
+    "--force", help="overwrite an output folder hardneg made, when every file in it is one hardneg wrote")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")]
 
 
@@ -140,9 +149,12 @@ def _interrupted_message(config: str, run_dir: Path, *, existed: bool = True, si
     meaning["last.ckpt"] = "the last finished epoch"
     meaning["interrupted.ckpt"] = "the moment of interruption, for inspection only"
     names = epochs + (["interrupted.ckpt"] if (folder / "interrupted.ckpt").is_file() else [])
-    if not names:
+    if not names:  # a run stopped before training leaves nothing that blocks the same command
+        from hardneg.pipeline.run_folder import failed_start
+
+        plain = not run_dir.is_dir() or not any(run_dir.iterdir()) or failed_start(run_dir)
         return (f"{stopped} before the first checkpoint; start again with "
-                f"`hardneg train {config} ... --out {run_dir} --force`")
+                f"`hardneg train {config} ... --out {run_dir}{'' if plain else ' --force'}`")
     listing = ", ".join(f"{name} = {meaning[name]}" for name in names)
     again = f"`hardneg train {config} ... --resume --out {run_dir}`"
     if not epochs:
@@ -228,12 +240,14 @@ def _train(cfg, out: Path | None, *, resume: bool, force: bool, quiet: bool) -> 
 @app.command()
 def evaluate(run: Annotated[Path, typer.Argument(
                  help="run folder written by `hardneg train` (the modules its config.yaml lists under "
-                      "`imports:` are imported, which runs their code)")],
-             checkpoint: Annotated[Path | None, typer.Option(help="checkpoint (default: last.ckpt)")] = None,
+                      "`imports:` are imported, which runs their code)", callback=_user_path)],
+             checkpoint: Annotated[Path | None, typer.Option(help="checkpoint (default: last.ckpt)",
+                                                             callback=_user_path)] = None,
              figures: Annotated[bool, typer.Option("--figures/--no-figures", help="write figures")] = True,
              senteval: Annotated[Path | None, typer.Option(
                  help="sentence runs: a folder of SentEval tasks (MR, CR, SUBJ, ... layouts, or your "
-                      "own: NAME/data.tsv or NAME/train.tsv + test.tsv of label<TAB>sentence lines)")] = None,
+                      "own: NAME/data.tsv or NAME/train.tsv + test.tsv of label<TAB>sentence lines)",
+                 callback=_user_path)] = None,
              tasks: Annotated[str | None, typer.Option(
                  help="with --senteval: comma-separated tasks (default: every task in the folder)")] = None,
              ) -> None:
@@ -328,9 +342,8 @@ def reproduce(
     budget: Annotated[str, typer.Option(
         "--budget", help="small (minutes on 2 CPU cores), full (hours) or paper (the papers' settings: "
                          "GPU and data sets)")] = "small",
-    out: Annotated[Path, typer.Option("--out", help="output folder (finished runs are reused)")] = Path(
-        "runs/reproduce"
-    ),
+    out: Annotated[Path, typer.Option("--out", help="output folder (finished runs are reused)",
+                                      callback=_user_path)] = Path("runs/reproduce"),
     only: Annotated[
         list[str] | None, typer.Option("--only", help="run only this claim id (repeatable; exploratory: "
                                        "unadjusted p-values, written to claims-only-<ids>.md)")
@@ -416,7 +429,7 @@ def _data_roots(items: list[str] | None) -> dict[str, str]:
         name, sep, folder = item.partition("=")
         if not sep or not name or not folder:
             raise ValueError(f"--data must be NAME=DIR, got {item!r}")
-        roots[name.strip()] = folder.strip()
+        roots[name.strip()] = str(Path(folder.strip()).expanduser())
     return roots
 
 

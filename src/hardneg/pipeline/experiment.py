@@ -47,8 +47,10 @@ from hardneg.pipeline.resources import check_memory, stage
 from hardneg.pipeline.run_folder import (
     RunExists,
     RunResult,
+    forget_failed_start,
     load_result,
     prepare_run_dir,
+    read_json,
     run_dir_for,
     run_lock,
     timing_lines,
@@ -138,11 +140,15 @@ def train_run(
             return _train_run(cfg, run, resume=resume, quiet=quiet)
     with run_lock(run) as lock:  # one writer per run folder, taken before anything is written or deleted
         cfg = prepare_run_dir(cfg, run, resume=resume, force=force, lock=lock)
-        text = dump_yaml(cfg)
-        atomic_write_text(run / "config.yaml", text)
-        atomic_write_text(run / PROVENANCE_FILE, json.dumps(provenance(text, cfg), indent=2))
-        with thread_limits(cfg.train.threads):
-            result = _train_run(cfg, run, resume=resume, quiet=quiet)
+        try:
+            text = dump_yaml(cfg)
+            atomic_write_text(run / "config.yaml", text)
+            atomic_write_text(run / PROVENANCE_FILE, json.dumps(provenance(text, cfg), indent=2))
+            with thread_limits(cfg.train.threads):
+                result = _train_run(cfg, run, resume=resume, quiet=quiet)
+        except BaseException:
+            forget_failed_start(lock)  # failed before training (the data, the model): nothing stays
+            raise
         # again once it ran: the code it ran is every hardneg module loaded by now
         atomic_write_text(run / PROVENANCE_FILE, json.dumps(provenance(text, cfg), indent=2))
         return result
@@ -445,10 +451,9 @@ def _not_the_final_checkpoint(cfg: RunConfig, run: Path, ckpt: Path, state: dict
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+    """The run's ``metrics.json`` as a mapping; one that is not JSON is a ``ValueError`` naming it
+    (never read as empty and written over)."""
+    data = read_json(path)
     return data if isinstance(data, dict) else {}
 
 

@@ -38,13 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from hardneg._io import atomic_write_text
+from hardneg._io import PARTIAL_SUFFIX, atomic_write_text
 from hardneg.config import ConfigError, RunConfig
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
 from hardneg.pipeline.config import dump_yaml, flat_config, with_overrides
 from hardneg.pipeline.resources import check_group_memory
 from hardneg.pipeline.run_folder import (
+    GROUP_ENTRIES,
     GROUP_MARKER,
     FolderLock,
     RunResult,
@@ -455,7 +456,9 @@ def _check_keys(overrides: dict[str, Any], where: str, kind: str) -> None:
 
 
 def _check_label(label: str, where: str) -> None:
-    """A strategy name / grid-point label names one folder inside the group folder."""
+    """A strategy name / grid-point label names one folder inside the group folder, not one of the
+    group's own files (:data:`~hardneg.pipeline.run_folder.GROUP_ENTRIES`, a lock file or the
+    temporary file of an atomic write), also once case and Unicode form are ignored."""
     bad = (
         not label
         or label in (".", "..")
@@ -466,6 +469,14 @@ def _check_label(label: str, where: str) -> None:
         raise ConfigError(
             f"invalid value for '{where}': must be one folder name (not empty, '.' or '..', no '/', "
             f"'\\' or NUL, at most 255 bytes), got {label!r}"
+        )
+    key = unicodedata.normalize("NFC", label).casefold()
+    taken = {unicodedata.normalize("NFC", name).casefold() for name in GROUP_ENTRIES}
+    if key in taken or (key.startswith(".") and key.endswith((PARTIAL_SUFFIX, ".lock"))):
+        raise ConfigError(
+            f"invalid value for '{where}': the group's own files take that name in its folder; must be a "
+            f"folder name other than {', '.join(sorted(GROUP_ENTRIES))} and not '.<name>.lock' or "
+            f"'.<name>{PARTIAL_SUFFIX}', got {label!r}"
         )
 
 

@@ -6,14 +6,17 @@ Every run folder records ``provenance.json`` beside ``config.yaml``::
      "hardneg_version": "0.1.0",
      "source_sha256": "...",                  # digest of the "modules" below
      "modules": {"hardneg.loss": "...", ...}, # sha256 of each hardneg module the run imported
-     "imports": {"my_pkg.modality": "..."},   # digest of each module of the config's `imports:`
+     "imports": {"my_pkg.modality": "...",    # digest of each module of the config's `imports:`
+                 "my_utils": "..."},          # and of each local module they import, transitively
      "data": {"/abs/path/of/a/file": "..."},  # digest of each data file or folder the run read
      "libraries": {"python": "3.11.7", "torch": "...", "numpy": "...", ...}}
 
 ``modules`` lists the :mod:`hardneg` modules loaded when the run ended (what it actually ran), so
 an edit of a module the run never imported (``hardneg.theory.tammes`` for an image run) changes
 nothing. ``imports`` hashes the file of each module named in the config's ``imports:`` (for a
-package, the files of its folder). ``data`` hashes the files and folders
+package, the files of its folder) and, for a module outside the standard library and
+site-packages (a plug-in of one's own), the file of every module it imports from outside them,
+transitively (:func:`import_files`: a plug-in's own ``utils`` too). ``data`` hashes the files and folders
 the modality reports (:meth:`~hardneg.modalities.base.Modality.data_files`); embedded data
 (digits, the latent-class simulator, synthetic graphs) has none: its generator settings are the
 config's keys.
@@ -22,7 +25,7 @@ A group (``compare``, ``sweep``, ``reproduce``) reuses a finished run only when
 :func:`stale_provenance` finds nothing: ``config.yaml`` and ``provenance.json`` both present, the
 recorded ``config_sha256`` equal to the hash of ``config.yaml``'s text, and every recorded digest
 and library version equal to today's; otherwise the run is trained again and the reason is named
-("data file changed: <path>", "imported module changed: <name>", ...).
+("data file changed: <path>", "imported module changed: <name> (<file>)", ...).
 
 Files are hashed by streaming 1 MiB chunks; digests are cached by ``(path, size, mtime_ns)`` within
 the process, so checking every run of a group hashes each file once.
@@ -30,6 +33,7 @@ the process, so checking every run of a group hashes each file once.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -37,6 +41,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +55,7 @@ __all__ = [
     "data_digests",
     "file_digest",
     "import_digests",
+    "import_files",
     "library_versions",
     "loaded_modules",
     "module_digest",
@@ -81,9 +87,12 @@ def file_digest(path: str | Path) -> str:
     found = _DIGESTS.get(key)
     if found is None:
         h = hashlib.sha256()
-        with p.open("rb") as f:
-            while chunk := f.read(_CHUNK):
-                h.update(chunk)
+        try:
+            with p.open("rb") as f:
+                while chunk := f.read(_CHUNK):
+                    h.update(chunk)
+        except OSError as err:  # a read that fails names no file: name the one being hashed
+            raise OSError(err.errno, err.strerror, str(p)) from None
         found = h.hexdigest()
         if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
             _DIGESTS[key] = found
@@ -169,27 +178,107 @@ def loaded_modules() -> list[str]:
     return sorted(names)
 
 
-def import_digests(names: list[str]) -> dict[str, str]:
-    """The digest of each module of a config's ``imports:``: its file, or for a package the files of
-    its folder (``"missing"`` when it is not found). A :mod:`hardneg` module is hashed as in
-    ``modules``."""
-    out = {}
+def _is_hardneg(name: str) -> bool:
+    return name == "hardneg" or name.startswith("hardneg.")
+
+
+@lru_cache(maxsize=1)
+def _library_folders() -> tuple[Path, ...]:
+    """The folders of the standard library and of installed distributions (site-packages)."""
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
+    found += [*site.getsitepackages(), site.getusersitepackages()]
+    return tuple(dict.fromkeys(Path(f).resolve() for f in found))
+
+
+def _in_libraries(path: Path) -> bool:
+    real = path.resolve()
+    return any(real == folder or folder in real.parents for folder in _library_folders())
+
+
+def _located(name: str) -> list[Path]:
+    """The file of the module ``name``, or the folder(s) of a package (``[]``: not found)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [Path(f) for f in sorted(spec.submodule_search_locations)]
+    return [Path(spec.origin)] if spec.origin and Path(spec.origin).is_file() else []
+
+
+def _search_path(names: list[str]) -> list[str]:
+    """Where the local modules imported by ``names`` are looked for: the folder holding each one's
+    top-level package or module, then the entries of ``sys.path`` outside the libraries."""
+    folders = []
     for name in names:
-        if name == "hardneg" or name.startswith("hardneg."):
-            out[name] = module_digest(name)
-            continue
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None:
-            out[name] = _MISSING
-        elif spec.submodule_search_locations:
-            folders = sorted(spec.submodule_search_locations)
-            out[name] = hashlib.sha256("\0".join(tree_digest(f) for f in folders).encode()).hexdigest()
-        else:
-            out[name] = tree_digest(spec.origin) if spec.origin else _MISSING
+        top = _located(name.split(".")[0])
+        if top:
+            folders.append(top[0].resolve().parent)
+    folders += [Path(entry or ".").resolve() for entry in sys.path]
+    return [str(f) for f in dict.fromkeys(folders) if f.is_dir() and not _in_libraries(f)]
+
+
+def _local_imports(names: list[str]) -> dict[str, Path]:
+    """Every module the modules ``names`` import, transitively, from outside the standard library,
+    site-packages and hardneg: read from their code by :class:`modulefinder.ModuleFinder`, which
+    sees every ``import`` statement (those inside functions too), not a module imported by a name
+    computed at run time (``importlib.import_module(name)``)."""
+    from modulefinder import ModuleFinder
+
+    finder = ModuleFinder(path=_search_path(names), excludes=["hardneg"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a SyntaxWarning of the user's code is not the run's
+        for name in names:
+            with contextlib.suppress(ImportError, SyntaxError, ValueError):
+                finder.import_hook(name)
+    found = {}
+    for name, module in sorted(finder.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).is_file() and not _in_libraries(Path(file)):
+            found[name] = Path(file)
+    return found
+
+
+def import_files(names: list[str]) -> dict[str, list[Path]]:
+    """The files behind a config's ``imports:`` ``names``, by module name: each named module's file
+    (a package: its folder; a :mod:`hardneg` module: its source file; ``[]``: not found), then, for
+    the named modules outside the standard library and site-packages, the file of every module
+    they import from outside them and hardneg, transitively (:func:`_local_imports`; none inside a
+    named package's folder, which is hashed whole)."""
+    out: dict[str, list[Path]] = {}
+    local = []
+    for name in names:
+        out[name] = [_module_file(name)] if _is_hardneg(name) else _located(name)
+        if not _is_hardneg(name) and out[name] and not _in_libraries(out[name][0]):
+            local.append(name)
+    whole = [f.resolve() for paths in out.values() for f in paths if f.is_dir()]
+    for name, file in _local_imports(local).items() if local else ():
+        if name not in out and not any(folder in file.resolve().parents for folder in whole):
+            out[name] = [file]
     return out
+
+
+def _import_digest(name: str, paths: list[Path]) -> str:
+    if _is_hardneg(name):
+        return module_digest(name)  # as in ``modules``
+    if not paths:
+        return _MISSING
+    if len(paths) == 1 and paths[0].is_file():
+        return tree_digest(paths[0])
+    return hashlib.sha256("\0".join(tree_digest(f) for f in paths).encode()).hexdigest()
+
+
+def import_digests(names: list[str]) -> dict[str, str]:
+    """The digest of each module of :func:`import_files` (a config's ``imports:`` and the local
+    modules they import): its file, or for a named package the files of its folder (``"missing"``
+    when it is not found). A :mod:`hardneg` module is hashed as in ``modules``."""
+    return {name: _import_digest(name, paths) for name, paths in import_files(names).items()}
 
 
 def data_digests(cfg: RunConfig) -> dict[str, str]:
@@ -279,9 +368,14 @@ def _imports_reasons(saved: dict[str, Any], cfg: RunConfig) -> list[str]:
     if "imports" not in saved:
         return ["imported modules: not recorded"]
     recorded = _recorded(saved, "imports")
-    now = import_digests(list(cfg.imports))
-    return [f"imported module changed: {name}" for name in sorted(set(recorded) | set(now))
-            if recorded.get(name) != now.get(name)]
+    files = import_files(list(cfg.imports))
+    now = {name: _import_digest(name, paths) for name, paths in files.items()}
+    reasons = []
+    for name in sorted(set(recorded) | set(now)):
+        if recorded.get(name) != now.get(name):
+            where = (", ".join(map(str, files[name])) or "not found") if name in files else None
+            reasons.append(f"imported module changed: {name} ({where or 'no longer imported'})")
+    return reasons
 
 
 def _data_reasons(saved: dict[str, Any], cfg: RunConfig) -> list[str]:

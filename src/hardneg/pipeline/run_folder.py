@@ -12,21 +12,31 @@ A run folder holds::
     features.npz           test-set backbone features `features` (n, d) float32 and `labels`
                            (n,) int64: the input of `hardneg theory report RUN`
     summary.md             a short human-readable summary
-    checkpoints/           last.ckpt (every epoch), epochNNN.ckpt, interrupted.ckpt
-    logs/tensorboard       step-level values (when TensorBoard is installed)
+    vocab.json             the vocabulary (text modalities)
+    derived.json           metrics `hardneg reproduce` derives from features.npz
+    checkpoints/           last.ckpt (every epoch), epochNNN.ckpt, interrupted.ckpt (a damaged
+                           one set aside as <name>.damaged)
+    logs/tensorboard/      step-level values (when TensorBoard is installed): event files, hparams.yaml
     figures/               cosine histograms, hardest negatives (images only), loss (and kNN) curves
 
 Every file is written atomically (:mod:`hardneg._io`). ``hardneg compare`` and ``hardneg sweep``
 use the same writers (:func:`csv_text`, :func:`timing_lines`, :func:`load_result`).
+
+``--force`` deletes these files one by one (:data:`RUN_FILES`, :func:`clear_folder`), and only in a
+folder that holds nothing else, in any subfolder: a file hardneg did not write (``logs/notes.txt``,
+``figures/paper_fig.pdf``) makes it refuse, naming the file, and nothing is deleted. A run that
+failed before training leaves only :data:`START_FILES`; the same command takes such a folder again
+without ``--force`` (:func:`failed_start`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
-import shutil
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,16 +58,21 @@ __all__ = [
     "RunExists",
     "RunLocked",
     "RunResult",
+    "Survey",
     "changed_keys",
     "clear_folder",
     "csv_text",
+    "failed_start",
+    "forget_failed_start",
     "is_marked",
     "load_result",
     "prepare_run_dir",
+    "read_json",
     "reclaim_folder",
     "resume_free",
     "run_dir_for",
     "run_lock",
+    "survey",
     "timing_lines",
     "unknown_entries",
     "write_features",
@@ -77,17 +92,34 @@ def resume_free(key: str) -> bool:
 
 RUN_MARKER = ".hardneg-run"  # written in every run folder hardneg creates: {"kind": "run", "version": ...}
 GROUP_MARKER = ".hardneg-group"  # in every compare / sweep folder: {"kind": "compare" | "sweep", ...}
-# The entries hardneg writes in a run folder (see the module docstring) and in a group folder; a
-# folder holding anything else is not deleted by --force.
-RUN_ENTRIES = frozenset({
-    RUN_MARKER, "config.yaml", "provenance.json", "metrics.json", "metrics.csv", "eval.csv",
-    "features.npz", "summary.md", "vocab.json", "checkpoints", "logs", "figures",
-    "derived.json",  # metrics `hardneg reproduce` derives from the features (hardneg.reproduce.derived)
-})
+# What hardneg writes in a run folder, folder by folder (the module docstring says what each file
+# is): the names of the files of each folder, relative to the run folder ("" is the folder itself).
+# --force deletes these files (and atomic writes' temporaries) and nothing else.
+RUN_FILES: dict[str, re.Pattern[str]] = {
+    "": re.compile(r"\.hardneg-run|config\.yaml|provenance\.json|metrics\.json|metrics\.csv|eval\.csv"
+                   r"|features\.npz|summary\.md|vocab\.json"
+                   r"|derived\.json"),  # metrics `hardneg reproduce` derives (hardneg.reproduce.derived)
+    "checkpoints": re.compile(r"(?:last|epoch\d+|interrupted)(?:-v\d+)?\.ckpt(?:\.damaged)?"),
+    "logs": re.compile(r"(?!)"),  # the tensorboard folder only
+    "logs/tensorboard": re.compile(r"events\.out\.tfevents\..+|hparams\.yaml"),
+    "figures": re.compile(r"(?:cosine_histograms|hardest_negatives|loss|knn_vs_epochs)\.png"),
+}
+# The top-level names of a group folder (compare / sweep); beside them, one folder per label holding
+# ``seed<k>`` run folders and their lock files. A strategy may not be named after one of them.
 GROUP_ENTRIES = frozenset({
     GROUP_MARKER, "compare.yaml", "sweep.yaml", "results.csv", "table.csv", "table.md",
     "results.json", "summary.md", "figures",
 })
+GROUP_FILES: dict[str, re.Pattern[str]] = {
+    "": re.compile("|".join(re.escape(name) for name in sorted(GROUP_ENTRIES - {"figures"}))),
+    "figures": re.compile(r"(?:accuracy|accuracy_vs_.+|cosine_histograms|knn_vs_epochs)\.png"),
+}
+# What `hardneg train` writes before training starts (the vocabulary once the data is read): a
+# folder holding only these (its marker among them) is a run that failed before training,
+# reclaimed without --force.
+START_FILES = frozenset({RUN_MARKER, "config.yaml", "provenance.json", "vocab.json"})
+_SEED = re.compile(r"seed\d+")
+_SEED_LOCK = re.compile(r"\.seed\d+\.lock")
 
 
 class RunExists(FileExistsError):
@@ -131,6 +163,39 @@ def _lock_file(real: Path) -> Path:
     return real.parent / f".{real.name}.lock"
 
 
+def _lock_holder(real: Path) -> str:
+    """The PID recorded in the write lock of the folder ``real`` (``"unknown"`` when unreadable)."""
+    if real.parent == real:
+        return "unknown"
+    try:
+        fd = os.open(_lock_file(real), os.O_RDONLY)
+    except OSError:
+        return "unknown"
+    try:
+        return _holder(fd)
+    finally:
+        os.close(fd)
+
+
+def _writer_below(real: Path) -> str:
+    """The PID of a hardneg process writing a folder inside ``real``: the holder of a write lock
+    (``.<name>.lock``) found inside it, links not followed (``"unknown"`` when none is held)."""
+    import fcntl
+
+    for base, _, files in os.walk(real):
+        for name in sorted(n for n in files if n.startswith(".") and n.endswith(".lock")):
+            try:
+                fd = os.open(Path(base) / name, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                if not _try_lock(fd, fcntl.LOCK_SH):
+                    return _holder(fd)
+            finally:
+                os.close(fd)
+    return "unknown"
+
+
 @dataclass
 class FolderLock:
     """The locks :func:`run_lock` holds on one folder: ``path`` as given, ``real`` its resolved path."""
@@ -147,8 +212,9 @@ class FolderLock:
         if not _try_lock(self._tree, fcntl.LOCK_EX):
             fcntl.flock(self._tree, fcntl.LOCK_SH)  # a failed conversion may have dropped the shared one
             raise RunLocked(
-                f"folder '{self.path}' holds a run another hardneg process is writing; wait for it to "
-                "finish or stop it, or use --out DIR for another folder"
+                f"folder '{self.path}' holds a run another hardneg process is writing (PID "
+                f"{_writer_below(self.real)}); wait for it to finish or stop it, or use --out DIR for "
+                "another folder"
             )
         try:
             yield
@@ -209,7 +275,7 @@ def run_lock(run_dir: str | Path) -> Iterator[FolderLock]:
             if not _try_lock(fd, fcntl.LOCK_SH):
                 raise RunLocked(
                     f"folder '{folder}', which holds '{run}', is being deleted by another hardneg process "
-                    "(--force); try again when it is done"
+                    f"(--force, PID {_lock_holder(folder)}); try again when it is done"
                 )
         created = not real.exists()
         try:
@@ -242,11 +308,9 @@ def write_marker(folder: str | Path, kind: str) -> Path:
     return atomic_write_text(Path(folder) / name, json.dumps({"kind": kind, "version": __version__}) + "\n")
 
 
-def _ours(entry: Path, known: frozenset[str]) -> bool:
-    """An entry hardneg writes: a known name that is not a link, or a temporary file of an atomic write."""
-    if entry.is_symlink():
-        return False
-    return entry.name in known or (entry.name.startswith(".") and entry.name.endswith(PARTIAL_SUFFIX))
+def _temporary(name: str) -> bool:
+    """A temporary file of an atomic write (:func:`hardneg._io.atomic_open`)."""
+    return name.startswith(".") and name.endswith(PARTIAL_SUFFIX)
 
 
 def is_marked(folder: str | Path, kind: str) -> bool:
@@ -264,49 +328,92 @@ def _is_file(path: Path) -> bool:
     return path.is_file() and not path.is_symlink()
 
 
+@dataclass
+class Survey:
+    """A folder, file by file: ``files`` hardneg wrote, the ``folders`` holding them (deepest first,
+    the surveyed folder itself not included) and the ``foreign`` paths (relative to the surveyed
+    folder, sorted) hardneg does not write there."""
+
+    files: list[Path] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+
+
+def survey(folder: str | Path, kind: str) -> Survey:
+    """What ``--force`` may delete in ``folder`` as a ``kind`` (``"run"`` / ``"group"``) folder.
+
+    Every file is checked, in every subfolder (links are never followed: a link is foreign): a run
+    folder holds :data:`RUN_FILES` in their folders; a group folder :data:`GROUP_FILES` and, in
+    each other folder (a label), ``seed<k>`` run folders and their ``.seed<k>.lock`` files; any
+    folder may hold the temporaries of atomic writes. A folder that is not marked as hardneg's
+    (:func:`is_marked`) is foreign as a whole: all its entries are.
+    """
+    root, found = Path(folder), Survey()
+    if not is_marked(root, kind):
+        found.foreign = sorted(e.name for e in root.iterdir())
+    elif kind == "run":
+        _survey(root, RUN_FILES, found, "")
+    else:
+        _survey(root, GROUP_FILES, found, "", labels=True)
+    return found
+
+
+def _survey(folder: Path, layout: dict[str, re.Pattern[str]], found: Survey, shown: str, rel: str = "",
+            *, labels: bool = False) -> None:
+    """Sort the entries of ``folder`` (``rel`` inside the layout's root, ``shown`` before its names in
+    messages) into ``found``; with ``labels``, an unknown folder is a group's label folder."""
+    for entry in sorted(folder.iterdir()):
+        name = f"{rel}{entry.name}"
+        if entry.is_symlink():
+            found.foreign.append(f"{shown}{name}")
+        elif entry.is_dir() and name in layout:
+            _survey(entry, layout, found, shown, f"{name}/")
+            found.folders.append(entry)
+        elif entry.is_dir() and labels and not rel:
+            _survey_label(entry, found, f"{shown}{name}/")
+        elif entry.is_dir():
+            found.foreign.append(f"{shown}{name}")
+        elif entry.is_file() and (_temporary(entry.name) or layout[rel.rstrip("/")].fullmatch(entry.name)):
+            found.files.append(entry)
+        else:
+            found.foreign.append(f"{shown}{name}")
+
+
+def _survey_label(label: Path, found: Survey, shown: str) -> None:
+    """A group's label folder: ``seed<k>`` run folders (each surveyed as a run) and their lock files."""
+    for member in sorted(label.iterdir()):
+        if member.is_symlink():
+            found.foreign.append(f"{shown}{member.name}")
+        elif member.is_dir() and _SEED.fullmatch(member.name):
+            run = survey(member, "run")
+            found.files += run.files
+            found.folders += [*run.folders, member]
+            found.foreign += [f"{shown}{member.name}/{name}" for name in run.foreign]
+        elif member.is_file() and _SEED_LOCK.fullmatch(member.name):
+            found.files.append(member)
+        else:
+            found.foreign.append(f"{shown}{member.name}")
+    found.folders.append(label)
+
+
 def unknown_entries(folder: str | Path, kind: str) -> list[str]:
     """What stops ``--force`` from deleting ``folder`` as a ``kind`` (``"run"`` or ``"group"``)
-    folder: the entries hardneg does not write there (paths relative to ``folder``), or ``[]``.
+    folder: the paths (relative to ``folder``, in every subfolder) hardneg does not write there, or
+    ``[]`` (:func:`survey`). A folder that is not hardneg's reports all its entries."""
+    return survey(folder, kind).foreign
 
-    A folder is hardneg's when it holds its marker (:data:`RUN_MARKER`, :data:`GROUP_MARKER`) or,
-    for folders made before markers (hardneg 0.2.0 and earlier), when it holds a run's
-    ``config.yaml`` and ``provenance.json`` (a group's ``compare.yaml`` or ``sweep.yaml``); in both
-    cases every entry must be one hardneg writes (:data:`RUN_ENTRIES`; a group holds
-    :data:`GROUP_ENTRIES` and ``<label>/seed<k>`` run folders with their lock files). A folder that
-    is not hardneg's reports all its entries.
-    """
+
+def failed_start(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a run that stopped before training: its :data:`RUN_MARKER` and
+    nothing but :data:`START_FILES` (no checkpoint, no result), so that the same command may
+    take the folder again without ``--force``."""
     root = Path(folder)
-    entries = sorted(root.iterdir())
-    if not is_marked(root, kind):
-        return [e.name for e in entries]
-    if kind == "run":
-        return [e.name for e in entries if not _ours(e, RUN_ENTRIES)]
-    unknown = []
-    for e in entries:
-        if _ours(e, GROUP_ENTRIES):
-            continue
-        if not e.is_dir() or e.is_symlink():
-            unknown.append(e.name)
-            continue
-        unknown += [f"{e.name}/{n}" for n in _unknown_in_label(e)]
-    return unknown
-
-
-def _unknown_in_label(label: Path) -> list[str]:
-    """What a group's label folder holds besides ``seed<k>`` run folders and their lock files."""
-    unknown = []
-    for member in sorted(label.iterdir()):
-        name = member.name
-        seed = name.removeprefix(".").removesuffix(".lock")
-        if not (seed.startswith("seed") and seed[4:].isdigit()) or member.is_symlink():
-            unknown.append(name)
-        elif name.startswith("."):
-            unknown += [] if name.endswith(".lock") and member.is_file() else [name]
-        elif not member.is_dir():
-            unknown.append(name)
-        else:
-            unknown += [f"{name}/{n}" for n in unknown_entries(member, "run")]
-    return unknown
+    if not _is_file(root / RUN_MARKER):
+        return False
+    found = survey(root, "run")
+    return not found.foreign and all(
+        _temporary(f.name) or (f.parent == root and f.name in START_FILES) for f in found.files
+    )
 
 
 def _refuse_special(lock: FolderLock) -> None:
@@ -351,16 +458,20 @@ def _refuse_writer_above(lock: FolderLock) -> None:
 
 
 def clear_folder(lock: FolderLock, kind: str) -> None:
-    """Empty the locked folder for ``--force``: only a ``kind`` (``"run"`` / ``"group"``) folder
-    hardneg made (:func:`unknown_entries` is empty), never the root, the current or the home folder
-    (:class:`NotOurs` naming the folder and what it holds), and only while no other hardneg process
-    writes at, below or above it (:class:`RunLocked`). The folder itself stays (its lock with it).
+    """Empty the locked folder for ``--force``, file by file: only a ``kind`` (``"run"`` /
+    ``"group"``) folder hardneg made holding nothing but what hardneg writes, in every subfolder
+    (:func:`survey`; else :class:`NotOurs` naming the folder and the files it does not know), never
+    the root, the current or the home folder, and only while no other hardneg process writes at,
+    below or above it (:class:`RunLocked`). Only the files hardneg wrote are deleted, then the
+    folders they leave empty; a file put there meanwhile stays, with its folder. The folder itself
+    stays (its lock with it).
     """
     _refuse_special(lock)
     with lock.exclusive():
         _refuse_writer_above(lock)
-        unknown = unknown_entries(lock.real, kind)
-        if unknown:
+        found = survey(lock.real, kind)
+        if found.foreign:
+            unknown = found.foreign
             shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
             what = "run" if kind == "run" else "compare / sweep"
             marker = RUN_MARKER if kind == "run" else GROUP_MARKER
@@ -370,23 +481,36 @@ def clear_folder(lock: FolderLock, kind: str) -> None:
                 else f"it is not a {what} folder made by hardneg (no {marker} marker) and holds {shown}"
             )
             raise NotOurs(
-                f"--force refuses to delete '{lock.path}': {why}; hardneg deletes only folders it "
-                "created: move them away or use --out DIR for another folder"
+                f"--force refuses to delete '{lock.path}': {why}; hardneg deletes only what it wrote: "
+                "move them away or use --out DIR for another folder"
             )
-        for entry in lock.real.iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+        for file in found.files:
+            file.unlink(missing_ok=True)
+        for folder in found.folders:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError as err:
+                if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+
+
+def forget_failed_start(lock: FolderLock) -> None:
+    """Empty the locked run folder when it holds a run that failed before training
+    (:func:`failed_start`), so that nothing blocks the same command; any other folder, and any
+    failure to delete (which must not hide the run's own error), leaves it as it is."""
+    with contextlib.suppress(OSError):  # RunExists and NotOurs are OSErrors too
+        if failed_start(lock.real):
+            clear_folder(lock, "run")
 
 
 def reclaim_folder(folder: Path, kind: str, *, force: bool, lock: FolderLock | None, used: str) -> None:
     """A used ``folder`` (not empty) is refused with :class:`RunExists` saying ``used``, unless
-    ``force``: then :func:`clear_folder` empties it under ``lock`` (the caller's
-    :func:`run_lock` of ``folder``; taken here when ``None``). An empty or new folder passes."""
+    ``force``, or unless it holds a run that failed before training (:func:`failed_start`): then
+    :func:`clear_folder` empties it under ``lock`` (the caller's :func:`run_lock` of ``folder``;
+    taken here when ``None``). An empty or new folder passes."""
     if not (folder.exists() and any(folder.iterdir())):
         return
-    if not force:
+    if not force and not (kind == "run" and failed_start(folder)):
         raise RunExists(used)
     if lock is None:
         with run_lock(folder) as own:
@@ -413,8 +537,9 @@ class RunResult:
 
 
 def run_dir_for(cfg: RunConfig, out: str | Path | None = None) -> Path:
-    """``out`` if given, else ``<cfg.out_dir>/<cfg.name>``."""
-    return Path(out) if out is not None else Path(cfg.out_dir) / cfg.name
+    """``out`` if given (``~`` expanded), else ``<cfg.out_dir>/<cfg.name>`` (the config expanded
+    ``out_dir``'s): one folder for every writer of the run, Lightning's included."""
+    return Path(out).expanduser() if out is not None else Path(cfg.out_dir) / cfg.name
 
 
 def _check_resume_config(saved: RunConfig, new: RunConfig) -> None:
@@ -592,13 +717,28 @@ def write_outputs(cfg: RunConfig, result: RunResult) -> None:
     atomic_write_text(run / "summary.md", "\n".join(lines))
 
 
+def read_json(path: str | Path) -> Any:
+    """The JSON value of the file ``path``; a file that is not JSON (or not UTF-8) is a
+    ``ValueError`` naming it, and the file it links to when it is a link."""
+    file = Path(path)
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except ValueError as err:  # json.JSONDecodeError, UnicodeDecodeError
+        link = f" (a link to '{file.resolve()}')" if file.is_symlink() else ""
+        raise ValueError(f"'{file}'{link} is not a JSON file: {err}") from None
+
+
 def load_result(run_dir: str | Path) -> RunResult | None:
     """The result of a finished run (``metrics.json`` and ``metrics.csv``), or ``None`` if it did not
-    finish. A 0.2 run folder kept its history in ``metrics.json``; it is read from there."""
+    finish. A 0.2 run folder kept its history in ``metrics.json``; it is read from there. A
+    ``metrics.json`` that is not a JSON object is a ``ValueError`` naming it."""
     path = Path(run_dir) / "metrics.json"
     if not path.is_file():
         return None
-    data = json.loads(path.read_text())
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"'{path}' is not the metrics.json of a run: it holds a JSON {type(data).__name__}, "
+                         "not an object")
     history_file = Path(run_dir) / HISTORY_FILE
     return RunResult(
         run_dir=Path(run_dir),

@@ -21,7 +21,8 @@ import numpy as np
 if TYPE_CHECKING:
     from hardneg.data.text.corpus import ArticleCorpus
 
-__all__ = ["ARTICLE_SOURCES", "article_documents", "read_article_corpus", "source_available", "wiki_dump"]
+__all__ = ["ARTICLE_SOURCES", "ROOT_READS", "article_documents", "read_article_corpus", "root_problem",
+           "source_available", "wiki_dump"]
 
 ARTICLE_SOURCES = ("nyt", "wiki", "tsv", "folder")
 """The sources of sentences labelled by article."""
@@ -48,6 +49,34 @@ def source_available(source: str, root: str | Path | None) -> bool:
     if source == "wiki":
         return wiki_dump(None) is not None
     return False
+
+
+ROOT_READS = {
+    "nyt": "the NYT editorial file (nytEditorialSnippets_GroundTruth.txt)",
+    "wiki": "a Wikipedia XML dump (.xml or .xml.bz2)",
+    "tsv": "a file of 'article_id<TAB>sentence' lines",
+    "folder": "a folder of <article>.txt files",
+    "documents": "a file of sentences (one per line, a blank line between documents)",
+}
+"""What ``data.root`` names for each ``data.text.source`` (a folder for ``folder``, else a file)."""
+
+
+def root_problem(source: str, root: str | Path | None) -> str | None:
+    """Why ``root`` cannot be read as ``source``'s data (``"'/', which is a folder"``), or ``None``:
+    it is unset (an installed package may serve), not there yet (a config names its data before they
+    are fetched; reading it names the missing file), or the kind of path :data:`ROOT_READS` says.
+    Checked when the config is validated, before a run folder is written (a folder given as a file
+    would otherwise be hashed for provenance.json file by file, ``/`` included)."""
+    if root is None:
+        return None
+    path = Path(root).expanduser()
+    if not path.exists():
+        return None
+    if source == "folder":
+        return None if path.is_dir() else f"'{root}', which is not a folder"
+    if path.is_dir():
+        return f"'{root}', which is a folder"
+    return None if path.is_file() else f"'{root}', which is not a regular file"
 
 
 def read_article_corpus(source: str, root: str | Path | None) -> ArticleCorpus:
