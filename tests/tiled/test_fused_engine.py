@@ -118,3 +118,16 @@ def test_without_triton_fused_is_one_clear_error_and_nothing_else_changes() -> N
         "4611686018427387904 on cuda)')"
     )
     assert lines[2:] == ["kernel module: ImportError"]
+
+
+def test_an_old_triton_is_refused_with_the_version_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from hardneg.tiled import fused
+
+    monkeypatch.setattr(fused, "require_extra", lambda *a, **k: None)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.0.0")
+    with pytest.raises(ModuleNotFoundError, match=r"engine='fused' needs triton>=3\.7 .*got triton 3\.0\.0"):
+        fused.require_triton()
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.7.1")
+    fused.require_triton()

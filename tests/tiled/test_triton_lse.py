@@ -16,7 +16,7 @@ import os
 import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: the kernels run on the CPU
-pytest.importorskip("triton", reason="triton (the gpu extra) is not installed")
+pytest.importorskip("triton", minversion="3.7", reason="triton>=3.7 (the gpu extra) is not installed")
 
 import torch
 from torch import Tensor

@@ -33,18 +33,55 @@ from hardneg.objectives.base import Objective
 from hardneg.tiled.coupling import check_ot_objective
 from hardneg.tiled.mask import TileMask
 
-__all__ = ["fused_lse", "fused_lse_symmetric", "fused_refusal", "interpreting", "require_triton"]
+__all__ = [
+    "TRITON_MIN", "fused_lse", "fused_lse_symmetric", "fused_refusal", "interpreting", "require_triton",
+    "triton_too_old",
+]
+
+# The oldest triton the kernels are tested on: the interpreter of triton 3.0–3.6 passes runtime
+# scalars as one-element arrays and refuses the kernels' loops (measured: the interpreter tests fail
+# on 3.0.0, 3.2.0, 3.3.1, 3.4.0, 3.5.1, 3.6.0 and pass on 3.7.1, 3.8.0, 3.9.0).
+TRITON_MIN = "3.7"
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``"3.7.1+git"`` → ``(3, 7, 1)``: the leading numeric release of a version string."""
+    parts = []
+    for piece in version.split("+")[0].split("."):
+        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def triton_too_old(version: str) -> bool:
+    """Whether ``version`` (triton's) is older than :data:`TRITON_MIN`.
+
+    Example:
+        >>> triton_too_old("3.0.0"), triton_too_old("3.7.1"), triton_too_old("3.10.0+git1")
+        (True, False, False)
+    """
+    return _release(version) < _release(TRITON_MIN)
 
 
 def require_triton() -> None:
     """``ModuleNotFoundError`` naming ``engine='fused'`` and the ``gpu`` extra when triton is not
-    installed (``find_spec`` only: nothing is imported).
+    installed (``find_spec`` only: nothing is imported), or is older than :data:`TRITON_MIN`
+    (read from its installed metadata).
 
     Example:
         >>> from hardneg._packages import is_installed
         >>> require_triton() if is_installed("triton") else None
     """
     require_extra("gpu", "engine='fused'", modules=["triton"])
+    from importlib.metadata import version
+
+    installed = version("triton")
+    if triton_too_old(installed):
+        raise ModuleNotFoundError(
+            f"engine='fused' needs triton>={TRITON_MIN} (the gpu extra: pip install \"hardneg[gpu]\"), "
+            f"got triton {installed}", name="triton")
 
 
 def interpreting() -> bool:
