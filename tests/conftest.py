@@ -13,8 +13,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-from hypothesis import settings
+# Triton reads TRITON_INTERPRET when it is first imported, and lightning, torch_geometric and
+# sentence-transformers import it while the test modules are collected: set it first, so the
+# fused kernels (engine="fused", issue 47) run under the interpreter on a machine without a GPU.
+# TRITON_INTERPRET=0 in the environment keeps the compiled kernels (a machine with a GPU).
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)

@@ -86,7 +86,11 @@ def test_every_not_run_here_command_parses_and_its_config_validates(tmp_path: Pa
         ctx = reproduce.make_context("reproduce", argv[2:])  # parses, or raises a usage error
         assert ctx.params["budget"] == "paper" and ctx.params["only"] == [claim.id]
         exp = EXPERIMENTS[claim.experiment]
-        experiment_config(exp, "paper", data={exp.needs: str(tmp_path)} if exp.needs else None)  # validates
+        root = tmp_path
+        if exp.needs == "bookcorpus":  # a file of sentences, one per line, not a folder
+            root = tmp_path / "books.txt"
+            root.write_text("A first sentence.\nA second one.\n\nAnother document.\n", encoding="utf-8")
+        experiment_config(exp, "paper", data={exp.needs: str(root)} if exp.needs else None)  # validates
     rows = list(csv.DictReader((tmp_path / "rep" / "paper" / "claims.csv").open()))
     assert [r["verdict"] for r in rows] == ["not run here"] * len(paper)
     assert all(r["setting"].startswith(("needs its data", "needs a GPU")) for r in rows)

@@ -37,7 +37,7 @@ def test_collision_and_coefficients() -> None:
 def test_errors_exit_code_2() -> None:
     res = runner.invoke(app, ["optimal-k", "--classes", "1"])
     assert res.exit_code == 2
-    assert "num_classes must be an integer >= 2, got 1" in res.output
+    assert "invalid value for '--classes': must be an integer >= 2, got 1" in res.output
     res = runner.invoke(app, ["hcl-bound", "--epsilon", "2", "--classes", "3"])
     assert res.exit_code == 2 and "epsilon" in res.output
 
