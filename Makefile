@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hardneg-installed
 
-.PHONY: setup run test lint bench docs clean
+.PHONY: setup run test test-slow lint bench docs clean
 
 setup: $(STAMP)
 
@@ -30,8 +30,13 @@ $(STAMP): pyproject.toml
 run: setup
 	$(VENV)/bin/hardneg reproduce --budget small
 
+# The tests and doctests but those marked slow (torch.compile, several processes, end-to-end CLI
+# trainings, fault injection); `make test-slow` runs those; CI (.ci/run) runs both.
 test: setup
-	$(PY) -m pytest -q -n 2 -p no:cacheprovider
+	$(PY) -m pytest -q -n 2 -p no:cacheprovider -m "not slow"
+
+test-slow: setup
+	$(PY) -m pytest -q -n 2 -p no:cacheprovider -m slow
 
 lint: setup
 	$(VENV)/bin/lint-imports

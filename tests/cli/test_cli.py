@@ -81,6 +81,7 @@ def test_train_then_evaluate_a_saved_run(tmp_path):
     assert (run / "figures" / "cosine_histograms.png").is_file()
 
 
+@pytest.mark.slow
 def test_compare_writes_a_table_over_strategies_and_seeds(tmp_path):
     cfg = tmp_path / "cmp.yaml"
     cfg.write_text(
@@ -135,6 +136,7 @@ def test_compare_writes_a_table_over_strategies_and_seeds(tmp_path):
         assert len(read_history(out / row["run"] / "metrics.csv")) == 2
 
 
+@pytest.mark.slow
 def test_sweep_over_beta_writes_table_and_curve(tmp_path):
     out = tmp_path / "sweep"
     result = invoke(

@@ -78,6 +78,7 @@ def test_an_encoder_another_modality_takes_is_refused_naming_this_modality_s() -
         load_config("graphs", ["model.encoder=gru"])
 
 
+@pytest.mark.slow
 def test_compare_lists_what_it_wrote_and_each_run_s_evaluation_time(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 

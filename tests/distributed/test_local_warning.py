@@ -41,6 +41,7 @@ def _gathered(rank: int) -> dict[str, object]:
     return {"messages": _calls(gather=True)}
 
 
+@pytest.mark.slow
 def test_local_negatives_warn_once_per_process(tmp_path: Path) -> None:
     for result in run_two_processes(_local, tmp_path):
         messages = result["messages"]
@@ -51,6 +52,7 @@ def test_local_negatives_warn_once_per_process(tmp_path: Path) -> None:
         assert filename == __file__  # the user's line, not the loss's modules
 
 
+@pytest.mark.slow
 def test_gathering_never_warns(tmp_path: Path) -> None:
     for result in run_two_processes(_gathered, tmp_path):
         assert result["messages"] == []

@@ -62,11 +62,11 @@ def test_fold_for_fold_identical_to_sklearn_nested_cv(standardize: bool) -> None
     X, y = _noisy(n=100, seed=1)
     X = X * np.array([1.0, 10.0, 0.1])  # unequal scales: standardisation changes the result
     seed = 3
-    res = cross_validated_accuracy(X, y, seed=seed, standardize=standardize)
+    res = cross_validated_accuracy(X, y, folds=5, inner_folds=3, seed=seed, standardize=standardize)
     steps = [("scaler", StandardScaler()), ("svc", SVC())] if standardize else [("svc", SVC())]
-    inner = StratifiedKFold(5, shuffle=True, random_state=seed)
+    inner = StratifiedKFold(3, shuffle=True, random_state=seed)
     search = GridSearchCV(Pipeline(steps), {"svc__C": list(DEFAULT_CS)}, cv=inner, scoring="accuracy")
-    outer = StratifiedKFold(10, shuffle=True, random_state=seed)
+    outer = StratifiedKFold(5, shuffle=True, random_state=seed)
     ref = cross_validate(search, X, y, cv=outer, scoring="accuracy", return_estimator=True)
     np.testing.assert_array_equal(np.array(res.fold_accuracies), ref["test_score"])
     assert res.chosen_C == tuple(float(e.best_params_["svc__C"]) for e in ref["estimator"])
@@ -77,6 +77,7 @@ def test_fold_for_fold_identical_to_sklearn_nested_cv(standardize: bool) -> None
         assert {res.fold_assignment[i] for i in test} == {k}
 
 
+@pytest.mark.slow
 def test_logistic_identical_to_sklearn_nested_cv() -> None:
     X, y = _noisy(n=80, seed=2)
     res = cross_validated_accuracy(X, y, readout="logistic", folds=4, inner_folds=3, seed=5)

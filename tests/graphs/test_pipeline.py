@@ -44,6 +44,7 @@ def _write_tu(root: Path, name: str, num_graphs: int = 24) -> None:
         (folder / f"{name}_{suffix}.txt").write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 def test_cli_trains_a_tu_folder(tmp_path: Path) -> None:
     _write_tu(tmp_path / "tu", "TOY")
     out = tmp_path / "run"
@@ -126,6 +127,7 @@ def test_a_last_batch_of_one_graph_is_dropped(tmp_path: Path) -> None:
     assert res is not None and np.isfinite(res.history[0]["loss"])
 
 
+@pytest.mark.slow
 def test_compare_graphs_writes_paired_differences_and_beta_figure(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     args = [

@@ -6,7 +6,7 @@ fused SimCLR node for B ≤ 256, else the materialised engine), ``details=True``
 engine and its debiased node), the tiled engine (``memory_budget=0``) and the gathered engine
 (K-subsampled), in SimCLR's layout and in the pair layout. The measure is the issue's,
 ``‖g32 − g64‖ / ‖g64‖`` over the whole gradient with ``g64`` from the same float32 inputs cast to
-float64 on the same route; the float64 gradient is also checked against the loop-based float64
+float64 on the same route; the float64 gradient is also checked against the float64
 re-derivation of ``tests/reference/hcl.py`` (not for the gathered engine: its K negatives are a
 draw). Before the fix (``a·softmax(a s) − b·softmax(b s)`` subtracted after rounding, the tilted
 logits formed before the row maximum was taken off) the error reached 1e-3 to 2e-2 at β = 1000;

@@ -179,6 +179,7 @@ def _kill_during_save(target: Path) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["same filesystem", "second filesystem"])
 def test_kill_9_during_the_save_keeps_the_previous_checkpoint(tmp_path, small_filesystem, where):
     folder = (small_filesystem("4m") if where == "second filesystem" else tmp_path) / "checkpoints"

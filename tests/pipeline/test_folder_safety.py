@@ -153,6 +153,7 @@ except RunLocked as err:
 """
 
 
+@pytest.mark.slow
 def test_force_inside_a_live_group_is_refused(tmp_path: Path, cfg) -> None:  # type: ignore[no-untyped-def]
     root = tmp_path / "cc"
     member = _made_run(root / "simclr" / "seed0")

@@ -145,6 +145,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_reusable_group_starts_no_worker(
     finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,6 +165,7 @@ def test_a_reusable_group_starts_no_worker(
     assert [line.endswith("(reused)") for line in lines[1:]] == [True, True], lines
 
 
+@pytest.mark.slow
 def test_an_interrupted_group_counts_the_runs_finished_on_disk(
     finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,6 +28,7 @@ eval: {knn_k: 5, kwise: [1], kwise_tasks: 10, figures: false}
 """
 
 
+@pytest.mark.slow
 def test_toy_modality_trains_through_the_cli(tmp_path: Path) -> None:
     cfg = tmp_path / "toy.yaml"
     cfg.write_text(TOY_CONFIG)

@@ -86,6 +86,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
         torch.testing.assert_close(a[key], b[key], rtol=0, atol=1e-6, msg=key)
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_different_config(tmp_path):
     run = tmp_path / "r"
     args = tiny("eval.figures=false", "eval.linear=false")

@@ -62,6 +62,7 @@ def _log(run: Path) -> str:
     return (run / "metrics.csv").read_text()
 
 
+@pytest.mark.slow
 def test_sigterm_stops_training_like_ctrl_c_and_the_run_resumes(reference, tmp_path):
     run = tmp_path / "run"
     stopped = _inject("TERM", "step:5", run)  # in the second epoch (4 steps per epoch)
@@ -78,6 +79,7 @@ def test_sigterm_stops_training_like_ctrl_c_and_the_run_resumes(reference, tmp_p
     assert _log(run) == _log(reference)
 
 
+@pytest.mark.slow
 def test_sighup_stops_training_with_status_129(tmp_path):
     run = tmp_path / "run"
     stopped = _inject("HUP", "step:1", run)
@@ -87,6 +89,7 @@ def test_sighup_stops_training_with_status_129(tmp_path):
     assert (run / "checkpoints" / "interrupted.ckpt").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signal", ["INT", "KILL"])
 def test_a_save_cut_short_keeps_the_csv_log_and_the_notice_names_the_checkpoint(reference, tmp_path, signal):
     run = tmp_path / "run"
@@ -121,6 +124,7 @@ def test_ctrl_c_before_the_run_folder_exists_says_nothing_was_written(tmp_path, 
         f"interrupted before the run folder '{run}' was created: nothing was written")
 
 
+@pytest.mark.slow
 def test_resuming_a_copied_run_folder_gives_a_notice_not_lightnings_warning(reference, tmp_path, capsys):
     from hardneg.pipeline.config import load_config
     from hardneg.pipeline.experiment import train_run

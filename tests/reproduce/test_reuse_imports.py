@@ -38,6 +38,7 @@ def _reproduce(out: Path) -> dict[str, bool]:
     return result
 
 
+@pytest.mark.slow
 def test_a_fully_reused_reproduction_imports_no_lightning_and_rewrites_no_run(tmp_path: Path) -> None:
     out = tmp_path / "rep"
     assert _reproduce(out) == {"lightning": True}  # the first one trains

@@ -6,8 +6,10 @@ Every t statistic below is worked out by hand (mean, sum of squared deviations, 
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -65,6 +67,16 @@ SE_EQ_WIDE = math.sqrt(2775 / 9 * 1e-6 / 3)
 # mean 0.011; deviations (1, −7, 9, −3)e-3, Σ² = 140e-6, s² = 140e-6/3
 MODEST = [0.012, 0.004, 0.020, 0.008]
 T_MODEST = 0.011 / math.sqrt(140e-6 / 12)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_full_collection_per_holm() -> Iterator[None]:
+    """statsmodels' ``multipletests`` runs ``gc.collect()`` on every Holm correction: 50 ms or more
+    in a test process that holds torch, times the hundred corrections the property tests below
+    make. A collection changes no p-value; while this module runs, ``gc.collect`` does nothing."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gc, "collect", lambda *args: 0)
+        yield
 
 
 def test_superiority_pvalue_is_the_one_sided_paired_t_test() -> None:

@@ -91,6 +91,7 @@ def test_cli_writes_a_tsv_the_pipeline_reads(tmp_path: Path) -> None:
     assert both.exit_code == 2 and "exactly one of --dump DUMP and --sample" in both.output
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_gensim_wiki_sample() is None, reason="gensim's test dump not installed")
 def test_the_real_106_article_dump() -> None:
     c = build_wiki_corpus(find_gensim_wiki_sample())

@@ -302,6 +302,7 @@ def test_simclr_layout_float32_small_temperature(dist: str) -> None:
     _close(out_a, out_b, ga, gb, rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (__import__("shutil").which("g++") or __import__("shutil").which("c++")),
     reason="torch.compile on a CPU needs a C++ compiler",
