@@ -143,7 +143,7 @@ def test_a_report_from_synthetic_paired_results_covers_the_verdicts() -> None:
         "ot-matches-hard": "reproduced (equivalent within ±0.45 points)",
         "hard-helps-true-positives": "no verdict (zero spread)",
         "collision-free-helps": f"not shown (the paper states no effect size; MDE "
-                                f"{100 * by['collision-free-helps']['mde_design']:.3g} points)",
+                                f"{100 * by['collision-free-helps']['mde_observed']:.3g} points)",
         "hard-beats-infograph": "ceiling",
     }
     assert [by[c]["direction"] for c in ("hard-beats-simclr", "debiasing-helps", "hard-beats-debiased")] == [
@@ -163,15 +163,15 @@ def test_a_report_from_synthetic_paired_results_covers_the_verdicts() -> None:
     for (c, k), a in zip(measured, multipletests(pvals, method="holm")[1]):
         assert by[c][keys[k]] == pytest.approx(a, rel=1e-12)
     # the digits fallback (5-label readout) has its own pilot (the previous run's spread, ±0.79 points
-    # at 5 seeds): its MDE decides, and a design that cannot detect the 0.45-point margin at 5 seeds
-    # is underpowered whatever this run's spread
+    # at 5 seeds), reported as the design MDE; the run's own SD decides (issue 45): 5 seeds cannot
+    # meet the 0.45-point margin at the paper's difference (−0.3 points)
     digits = _rows(**{"ot-matches-hard": {"baseline_mean": 0.89, "experiment": "digits"}})
     judge_rows(digits, {"ot-matches-hard": [-0.0004 + x for x in (-0.003, 0.003, 0.002, -0.004, 0.002)]})
     ot = digits[0]
-    assert ot["outcome"] == "underpowered" and ot["mde_basis"] == "pilot"
+    assert ot["outcome"] == "underpowered" and ot["mde_basis"] == "observed"
     assert ot["mde_design"] > 0.0045 and ot["mde_design"] != ot["mde_observed"]
-    assert ot["verdict"] == (f"underpowered (MDE {100 * ot['mde_design']:.3g} points > margin 0.45 points; "
-                             f"{ot['seeds_needed']} seeds would detect it)")
+    assert ot["verdict"] == (f"underpowered (MDE {100 * ot['mde_observed']:.3g} points > margin 0.45 points "
+                             f"at the paper's -0.3 points; {ot['seeds_needed']} seeds would detect it)")
 
 
 def test_the_ceiling_applies_to_parity_too() -> None:
@@ -203,8 +203,9 @@ def test_the_forest_plot_marks_the_paper_effect_and_the_mde(tmp_path: Path) -> N
     judge_rows(rows, {"hard-beats-simclr": [0.020, 0.025, 0.018, 0.022, 0.030],
                       "ot-matches-hard": [0.001, -0.002, 0.003, 0.0, 0.002, -0.001]})
     sup, eq = rows
-    assert _marks(sup) == ([pytest.approx(3.0)], [pytest.approx(100 * sup["mde_design"])])
-    mde = 100 * eq["mde_design"]
+    # the MDE that decides the verdict: the run's own (issue 45)
+    assert _marks(sup) == ([pytest.approx(3.0)], [pytest.approx(100 * sup["mde_observed"])])
+    mde = 100 * eq["mde_observed"]
     margins, mdes = _marks(eq)
     assert margins == [pytest.approx(-0.45), pytest.approx(0.45)]
     assert mdes == [pytest.approx(-mde), pytest.approx(mde)]
@@ -558,11 +559,13 @@ def test_a_report_in_bits_prints_the_bound_claim_in_bits() -> None:
                                               "setting": "s", "folder": "f",
                                               "terms": {"infonce lemma_4_3_bound": (0.9, 0.05),
                                                         "infonce lemma_4_3_measured": (0.3, 0.02)}}})
-    # mean 0.602, s = 0.01924, 95 % half-width t_{0.975,4} s / √5 = 2.7764 × 0.008602 = 0.02388
+    # mean 0.602, s = 0.01924, se = 0.008602; a check alone at α = 0.05: the interval at its level is
+    # the 90 % one, t_{0.95,4} se = 2.1318 × 0.008602 = 0.01834: [0.5837, 0.6203]
     judge_rows(rows, {"arora-lemma-4-3-holds": [0.61, 0.58, 0.63, 0.60, 0.59]})
     assert rows[0]["verdict"] == "holds" and rows[0]["section"] == "theorem"
     md = claims_markdown(rows, budget="small")
-    assert "| arora-lemma-4-3-holds | latent | lemma_4_3 (bound − measured) | +0.602 ± 0.0239 bits |" in md
+    assert ("| arora-lemma-4-3-holds | latent | lemma_4_3 (bound − measured) | +0.602 [+0.584, +0.620] bits "
+            "(90 %) |") in md
     # a theorem check: its own section, outside the claims' family and their count
     assert "## Theorem checks" in md and "Claims reproduced" not in md
     claims = _rows(**{"collision-free-helps": {"baseline_mean": 0.7, "data": "latent", "setting": "s",
@@ -571,4 +574,5 @@ def test_a_report_in_bits_prints_the_bound_claim_in_bits() -> None:
     md = claims_markdown(claims + rows, budget="small")
     assert "Claims reproduced: 1 of the 14 planned for this budget (1 judged here" in md
     assert "infonce lemma_4_3_bound 0.9 ± 0.05 bits" in md
-    assert "`infonce:lemma_4_3_bound − infonce:lemma_4_3_measured` = +0.602 ± 0.0239 bits (std 0.0192)" in md
+    assert ("`infonce:lemma_4_3_bound − infonce:lemma_4_3_measured` = +0.602 [+0.584, +0.620] bits (90 %) "
+            "(std 0.0192)") in md

@@ -46,12 +46,17 @@ def test_studies_make_run_tables_are_the_rendered_snapshot() -> None:
 
 
 def test_committed_snapshot_is_consistent() -> None:
-    """Each claim's interval is its mean ± half-width, and every group has the seeds its claims used."""
+    """Each claim's interval holds its mean (mean ± the 95 % half-width in snapshots written before the
+    Holm-level interval, ``ci_level``), and every group has the seeds its claims used."""
     snap = load_snapshot(SNAPSHOT)
     assert snap["commit"] and snap["data"] and snap["seconds"] > 0 and snap["budget"] == "small"
     for c in snap["claims"]:
-        assert c["ci_low"] == pytest.approx(c["diff_mean"] - c["half_width"], abs=1e-12)
-        assert c["ci_high"] == pytest.approx(c["diff_mean"] + c["half_width"], abs=1e-12)
+        if c.get("ci_level") is None:
+            assert c["ci_low"] == pytest.approx(c["diff_mean"] - c["half_width"], abs=1e-12)
+            assert c["ci_high"] == pytest.approx(c["diff_mean"] + c["half_width"], abs=1e-12)
+        else:  # symmetric about the mean, at least as wide as the 95 % interval (α_i ≤ 0.025)
+            assert c["ci_low"] + c["ci_high"] == pytest.approx(2 * c["diff_mean"], abs=1e-12)
+            assert c["ci_high"] - c["diff_mean"] >= c["half_width"] - 1e-12 or c["ci_level"] < 0.95
         assert 0 <= c["wins"] <= c["seeds"]
     for g in snap["groups"].values():
         seeds: dict[str, set[int]] = {r["strategy"]: set() for r in g["runs"]}

@@ -22,6 +22,7 @@ from hardneg.reproduce.statistics import (
     EQUIVALENT,
     NO_VERDICT_ONE_SEED,
     NO_VERDICT_ZERO_SPREAD,
+    NONINFERIOR,
     NOT_EQUIVALENT,
     NOT_SHOWN,
     NOT_SHOWN_UNSIZED,
@@ -31,15 +32,20 @@ from hardneg.reproduce.statistics import (
     REPRODUCED_SMALLER,
     SMALLER,
     UNDERPOWERED,
+    WORSE,
     ClaimTest,
     against_pvalue,
+    claim_power,
     claim_pvalue,
     describe,
+    design_sd,
     holm,
     holm_adjusted,
+    holm_levels,
     hypotheses,
     judge,
     mde,
+    plan_seeds,
     seeds_needed,
 )
 
@@ -207,19 +213,95 @@ def test_the_mde_is_the_hand_worked_noncentral_t_solution() -> None:
     assert seeds_needed(0.01, math.nan, alpha) == 0
 
 
-def test_the_equivalence_mde_gives_tost_80_percent_power_at_zero() -> None:
-    """The margin TOST meets with ≥ 80 % power when μ = 0 (each one-sided test at 90 %), simulated."""
-    from scipy.optimize import brentq
-
-    alpha, n = 0.05 / 4, 5
-    margin = mde(1.0, n, alpha, "equivalence")
-    assert margin == pytest.approx(brentq(lambda d: _power_by_hand(d, n, alpha) - 0.9, 0.1, 20.0), rel=1e-6)
+def _tost_simulated(mu: float, n: int, margin: float, alpha: float, draws: int = 200_000) -> float:
+    """TOST's power by Monte Carlo: normal differences, σ = 1, both one-sided tests at ``alpha``."""
     rng = np.random.default_rng(0)
-    d = rng.normal(size=(40_000, n))
+    d = rng.normal(mu, 1.0, size=(draws, n))
     mean, se = d.mean(1), d.std(1, ddof=1) / math.sqrt(n)
     crit = student_t.ppf(1 - alpha, n - 1)
-    power = np.mean(((mean + margin) / se > crit) & ((mean - margin) / se < -crit))
-    assert 0.8 <= power < 0.9
+    return float(np.mean((mean - crit * se > -margin) & (mean + crit * se < margin)))
+
+
+def test_the_equivalence_mde_gives_tost_80_percent_power_at_zero() -> None:
+    """The smallest margin TOST meets with 80 % power when μ = 0 (its exact power), simulated."""
+    alpha, n = 0.05 / 4, 5
+    margin = mde(1.0, n, alpha, "equivalence")
+    assert claim_power(0.0, 1.0, n, alpha, "equivalence", margin=margin) == pytest.approx(0.8, abs=1e-7)
+    assert _tost_simulated(0.0, n, margin, alpha) == pytest.approx(0.8, abs=0.005)  # MC se 0.0009
+    # the former answer, each one-sided test at 90 % (a Bonferroni bound), is conservative
+    from scipy.optimize import brentq
+
+    assert margin < brentq(lambda d: _power_by_hand(d, n, alpha) - 0.9, 0.1, 20.0)
+
+
+@pytest.mark.parametrize(("mu", "n", "margin", "alpha"), [
+    (0.0, 5, 2.0, 0.05), (-0.3, 10, 0.9, 0.05 / 4), (0.2, 30, 0.5, 0.01), (0.0, 3, 3.0, 0.05),
+    (-0.3 / 1.04, 40, 0.45 / 1.04, 0.05 / 35),
+])
+def test_tost_power_at_a_true_difference_matches_monte_carlo(mu: float, n: int, margin: float,
+                                                             alpha: float) -> None:
+    """The exact TOST power (quadrature over the SD) at μ ≠ 0 agrees with 200 000 simulated runs,
+    and lies above Chow, Shao & Wang's noncentral-t lower bound ``P(A) + P(B) − 1``."""
+    from scipy.stats import nct
+
+    exact = claim_power(mu, 1.0, n, alpha, "equivalence", margin=margin)
+    simulated = _tost_simulated(mu, n, margin, alpha)
+    mc_se = math.sqrt(max(simulated * (1 - simulated), 1e-4) / 200_000)
+    assert exact == pytest.approx(simulated, abs=4 * mc_se)
+    crit = student_t.ppf(1 - alpha, n - 1)
+    lower = (nct.sf(crit, n - 1, math.sqrt(n) * (margin + mu))
+             + nct.sf(crit, n - 1, math.sqrt(n) * (margin - mu)) - 1)
+    assert exact >= lower - 1e-9
+    # the same power scales with σ: (μ, Δ) in units of σ
+    scaled = claim_power(3 * mu, 3.0, n, alpha, "equivalence", margin=3 * margin)
+    assert scaled == pytest.approx(exact, rel=1e-7)
+
+
+def test_seed_counts_at_the_papers_own_difference() -> None:
+    """ot-matches-hard: the paper's difference −0.3 against ±0.45 points needs ~7× the seeds of μ = 0."""
+    sd, alpha = 0.0104, 0.05 / 35
+    at_zero = plan_seeds(0.0, sd, alpha, kind="equivalence", margin=0.0045)
+    at_paper = plan_seeds(-0.003, sd, alpha, kind="equivalence", margin=0.0045)
+    assert at_paper == 708 and at_zero == 102
+    for n, kind in ((at_paper, "equivalence"), (at_zero, "equivalence")):
+        mu = -0.003 if n == at_paper else 0.0
+        assert claim_power(mu, sd, n, alpha, kind, margin=0.0045) >= 0.8 > claim_power(
+            mu, sd, n - 1, alpha, kind, margin=0.0045)
+    assert seeds_needed(0.0045, sd, alpha, "equivalence", difference=-0.003) == at_paper
+    # one-sided (non-inferiority): the noncentral t at √n (μ + Δ)/σ
+    ni = plan_seeds(-0.003, sd, alpha, kind="noninferiority", margin=0.0045)
+    assert _power_by_hand(0.0015 / sd, ni, alpha) >= 0.8 > _power_by_hand(0.0015 / sd, ni - 1, alpha)
+    assert mde(sd, ni, alpha, "noninferiority", difference=-0.003) <= 0.0045 < mde(
+        sd, ni - 1, alpha, "noninferiority", difference=-0.003)
+    # the equivalence MDE at the paper's difference: the margin met with 80 % power
+    margin = mde(sd, 100, alpha, "equivalence", difference=-0.003)
+    assert claim_power(-0.003, sd, 100, alpha, "equivalence", margin=margin) == pytest.approx(0.8, abs=1e-7)
+
+
+def test_superiority_power_is_statsmodels_ttestpower_and_plan_seeds_its_inverse() -> None:
+    from statsmodels.stats.power import TTestPower
+
+    cases = ((0.011, 0.0085, 5, 0.05 / 35), (0.03, 0.0085, 5, 0.05 / 35), (0.5, 1.0, 20, 0.05))
+    for effect, sd, n, alpha in cases:
+        want = TTestPower().power(effect_size=effect / sd, nobs=n, alpha=alpha, alternative="larger")
+        assert claim_power(effect, sd, n, alpha) == pytest.approx(want, rel=1e-10)
+    n = plan_seeds(0.011, 0.0085, 0.05 / 35)
+    assert claim_power(0.011, 0.0085, n, 0.05 / 35) >= 0.8 > claim_power(0.011, 0.0085, n - 1, 0.05 / 35)
+    assert plan_seeds(0.011, 0.0085, 0.05 / 35, power=0.9) > n
+
+
+def test_design_sd_is_the_upper_chi_square_limit() -> None:
+    """Browne (1995): s √((n − 1)/χ²_{0.2, n−1}); 4 degrees of freedom inflate the SD by 1.56."""
+    from scipy.stats import chi2
+
+    assert design_sd(1.0, 5) == pytest.approx(math.sqrt(4 / chi2.ppf(0.2, 4)), rel=1e-12)
+    assert chi2.ppf(0.2, 4) == pytest.approx(1.648776, rel=1e-6)
+    assert design_sd(0.0071, 5) == pytest.approx(0.0071 * 1.557576, rel=1e-5)
+    assert design_sd(1.0, 5, confidence=0.5) < design_sd(1.0, 5) < design_sd(1.0, 5, confidence=0.95)
+    # simulated: the limit is above the true σ in 80 % of pilots
+    rng = np.random.default_rng(1)
+    s = rng.normal(size=(100_000, 5)).std(1, ddof=1)
+    assert np.mean(s * math.sqrt(4 / chi2.ppf(0.2, 4)) >= 1.0) == pytest.approx(0.8, abs=0.005)
 
 
 SIZED = ClaimTest("superiority", paper_effect=0.015)
@@ -276,28 +358,53 @@ def test_smaller_than_the_paper_when_mu_at_least_the_effect_is_rejected() -> Non
     assert res.p_smaller == pytest.approx(ttest_1samp(SUP_NULL, 0.015, alternative="less").pvalue, rel=1e-9)
 
 
-def test_underpowered_and_not_shown_are_decided_by_the_design_mde() -> None:
-    """Same data (n = 3, mean 0.01, s = 0.04), two designs: the pilot SD fixes the verdict's word."""
+def _spread(mean: float, sd: float) -> list[float]:
+    """Six differences with exactly this mean and sample SD."""
+    z = np.array([1.0, -1.0, 0.5, -0.5, 0.2, -0.2])
+    return list(mean + sd * z / z.std(ddof=1))
+
+
+def test_underpowered_and_not_shown_are_decided_by_the_runs_own_sd() -> None:
+    """Same data (n = 3, mean 0.01, s = 0.04), two designs: the run's own SD decides, the pilot's is
+    reported beside it (issue 45: a pilot SD that promised 80 % power does not make a non-result
+    "not shown" when the run itself could not see δ)."""
     alpha_design = 0.05 / 3
     under = _one(SUP_WIDE, ClaimTest("superiority", paper_effect=0.015, pilot_sd=0.04))
-    assert under.outcome == UNDERPOWERED and under.mde_basis == "pilot"
+    assert under.outcome == UNDERPOWERED and under.mde_basis == "observed"
     assert under.alpha_design == pytest.approx(alpha_design)
     assert under.mde_design == pytest.approx(mde(0.04, 3, alpha_design)) and under.mde_design > 0.015
     n = under.seeds_needed
     effect = 0.015 / 0.04
     assert _power_by_hand(effect, n, alpha_design) >= 0.8 > _power_by_hand(effect, n - 1, alpha_design)
     assert describe(under, 100, "points") == (
-        f"underpowered (MDE {100 * under.mde_design:.3g} points > paper's 1.5 points; "
+        f"underpowered (MDE {100 * under.mde_observed:.3g} points > paper's 1.5 points; "
         f"{n} seeds would detect it)")
-    # a pilot SD of 0.002 says 3 seeds detect 0.015: the non-result is "not shown", whatever this run's SD
-    shown = _one(SUP_WIDE, ClaimTest("superiority", paper_effect=0.015, pilot_sd=0.002))
-    assert shown.outcome == NOT_SHOWN and shown.mde_design < 0.015 < shown.mde_observed
-    # no pilot: the run's own SD decides, and the result says so
-    own = _one(SUP_WIDE, SIZED)
-    assert own.outcome == UNDERPOWERED and own.mde_basis == "observed"
-    assert own.mde_observed == pytest.approx(mde(0.04, 3, alpha_design))
+    assert under.power_observed == pytest.approx(_power_by_hand(effect, 3, alpha_design), rel=1e-9)
+    # a pilot SD of 0.002 said 3 seeds detect 0.015; the run's SD says they cannot: underpowered
+    pilot = _one(SUP_WIDE, ClaimTest("superiority", paper_effect=0.015, pilot_sd=0.002))
+    assert pilot.outcome == UNDERPOWERED and pilot.mde_design < 0.015 < pilot.mde_observed
+    assert pilot.power_design > 0.8 > pilot.power_observed
+    # the run's SD gives ≥ 80 % power at δ = 0.01 and neither test rejects: not shown, whatever the pilot
+    shown = _one(_spread(0.005, 0.006), ClaimTest("superiority", paper_effect=0.01, pilot_sd=0.05))
+    assert shown.outcome == NOT_SHOWN and shown.mde_observed < 0.01 < shown.mde_design
+    assert shown.power_observed >= 0.8 and shown.verdict == f"not shown (MDE {shown.mde_observed:.3g})"
+    assert _one(_spread(0.005, 0.007), ClaimTest("superiority", paper_effect=0.01)).outcome == UNDERPOWERED
     # no effect size in the paper: nothing to be powered for
     assert _one(SUP_WIDE, ClaimTest("superiority")).outcome == NOT_SHOWN_UNSIZED
+
+
+def test_the_design_power_answers_the_claims_question() -> None:
+    """question="size" powers the design at δ, question="effect" at the pilot's mean."""
+    alpha = 0.05 / 3
+    size = _one(SUP_WIDE, ClaimTest("superiority", paper_effect=0.03, pilot_sd=0.01))
+    effect = _one(SUP_WIDE, ClaimTest("superiority", paper_effect=0.03, pilot_sd=0.01, question="effect",
+                                      pilot_mean=0.011))
+    assert size.power_design == pytest.approx(_power_by_hand(3.0, 3, alpha), rel=1e-9)
+    assert effect.power_design == pytest.approx(_power_by_hand(1.1, 3, alpha), rel=1e-9)
+    assert size.outcome == effect.outcome and size.power_observed == effect.power_observed  # verdict: at δ
+    parity = ClaimTest("noninferiority", margin=0.0045, paper_difference=-0.003, pilot_sd=0.0104)
+    res = _one(EQ_CLOSE, parity)
+    assert res.power_design == pytest.approx(_power_by_hand(0.0015 / 0.0104, 6, 0.05 / 2), rel=1e-9)
 
 
 def test_equivalence_verdicts() -> None:
@@ -316,12 +423,21 @@ def test_equivalence_verdicts() -> None:
     p_far = 2 * student_t.sf((0.03125 - 0.01) / SE_FAR, 3)
     assert close.p_holm == pytest.approx(4 * p_close, rel=1e-9)  # smallest of 4
     assert far.p_against_holm == pytest.approx(3 * p_far, rel=1e-9)  # second smallest
-    # neither: underpowered or not shown, by the design's MDE (the smallest margin met at 80 % power)
-    under = _one(EQ_WIDE, ClaimTest("equivalence", margin=0.01, pilot_sd=0.02))
+    # neither: underpowered or not shown, by the run's own power to meet the margin at the paper's
+    # difference (0 here), whatever the pilot said
+    under = _one(EQ_WIDE, ClaimTest("equivalence", margin=0.01, pilot_sd=0.001))
     assert under.outcome == UNDERPOWERED and under.mde_design == pytest.approx(
-        mde(0.02, 3, 0.05 / 2, "equivalence"))
+        mde(0.001, 3, 0.05 / 2, "equivalence"))
+    assert under.mde_observed == pytest.approx(mde(under.std, 3, 0.05 / 2, "equivalence"))
     assert describe(under).startswith("underpowered (MDE ") and "> margin 0.01;" in describe(under)
-    assert _one(EQ_WIDE, ClaimTest("equivalence", margin=0.01, pilot_sd=0.001)).outcome == NOT_SHOWN
+    # at the boundary with a small spread: neither test rejects, though the run could meet ±0.01
+    edge = _one(_spread(0.01, 0.001), ClaimTest("equivalence", margin=0.01, pilot_sd=0.05))
+    assert edge.outcome == NOT_SHOWN and edge.power_observed > 0.99
+    # the paper's own difference moves the seeds needed and is said
+    off = _one(EQ_WIDE, ClaimTest("equivalence", margin=0.01, paper_difference=-0.006))
+    assert off.seeds_needed > under.seeds_needed
+    assert describe(off, 100, "points").endswith(
+        f"> margin 1 points at the paper's -0.6 points; {off.seeds_needed} seeds would detect it)")
 
 
 def test_the_ceiling_overrides_every_verdict_including_a_firm_one() -> None:
@@ -397,13 +513,14 @@ def test_judge_gives_no_verdict_for_zero_spread_or_one_seed(diffs: list[float]) 
 
 
 def test_every_outcome_is_a_distinct_constant() -> None:
-    assert len(set(OUTCOMES)) == len(OUTCOMES) == 12
+    assert len(set(OUTCOMES)) == len(OUTCOMES) == 14
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kind": "superior"}, r"kind must be one of \['superiority', 'equivalence'\], got 'superior'"),
+        ({"kind": "superior"},
+         r"kind must be one of \['superiority', 'equivalence', 'noninferiority'\], got 'superior'"),
         ({"kind": "equivalence"}, r"margin must be a finite number > 0 for an equivalence claim, got None"),
         ({"kind": "equivalence", "margin": -0.01}, r"margin must be .* > 0 \(or None\), got -0.01"),
         ({"kind": "equivalence", "margin": math.nan}, r"margin must be a finite number > 0 .*got nan"),
@@ -413,6 +530,24 @@ def test_every_outcome_is_a_distinct_constant() -> None:
         ({"kind": "superiority", "paper_effect": math.inf}, r"paper_effect must be a finite number.*inf"),
         ({"kind": "equivalence", "margin": 0.01, "paper_effect": 0.02},
          r"paper_effect must lie inside \(−margin, margin\) = \(−0.01, 0.01\).*got 0.02"),
+        ({"kind": "noninferiority"},
+         r"margin must be a finite number > 0 for a noninferiority claim, got None"),
+        ({"kind": "noninferiority", "margin": 0.01, "paper_difference": -0.01},
+         r"paper_difference must be > −margin = −0.01 for a noninferiority claim, got -0.01"),
+        ({"kind": "equivalence", "margin": 0.01, "paper_difference": 0.01},
+         r"paper_difference must lie inside \(−margin, margin\).*got 0.01"),
+        ({"kind": "equivalence", "margin": 0.01, "paper_effect": 0.002, "paper_difference": 0.003},
+         r"paper_effect must equal paper_difference .*got 0.002 and 0.003"),
+        ({"kind": "superiority", "paper_difference": 0.01},
+         r"paper_difference must be None for a superiority"),
+        ({"kind": "superiority", "question": "sign"},
+         r"question must be one of \['size', 'effect'\], got 'sign'"),
+        ({"kind": "superiority", "question": "effect"},
+         r"pilot_mean must be a finite number for question='effect'"),
+        ({"kind": "superiority", "question": "effect", "pilot_mean": -0.01},
+         r"pilot_mean must be > 0 .*-0.01"),
+        ({"kind": "superiority", "pilot_mean": math.nan},
+         r"pilot_mean must be a finite number \(or None\), got nan"),
     ],
 )
 def test_bad_claim_tests_are_refused(kwargs: dict, message: str) -> None:
@@ -456,3 +591,99 @@ def test_tests_agree_with_their_intervals(diffs: list[float], alpha: float) -> N
         lo, hi = r.interval
         inside = lo > 0 if test.kind == "superiority" else -0.01 < lo and hi < 0.01
         assert (r.p_value <= alpha) == inside
+
+
+def test_noninferiority_verdicts_are_one_sided_tests_against_the_margin() -> None:
+    """Jiang et al.'s "match (and sometimes slightly exceed)": H0 μ ≤ −Δ (reproduced), H0 μ ≥ −Δ (worse)."""
+    from scipy.stats import ttest_1samp
+
+    test = ClaimTest("noninferiority", margin=0.01, paper_difference=-0.003)
+    assert hypotheses(test) == ("for", "against")
+    res = judge({"ok": EQ_CLOSE, "bad": [-d - 0.02 for d in EQ_FAR]}, {"ok": test, "bad": test})
+    ok, bad = res["ok"], res["bad"]
+    assert ok.p_value == pytest.approx(ttest_1samp(EQ_CLOSE, -0.01, alternative="greater").pvalue, rel=1e-12)
+    assert ok.p_value == pytest.approx(student_t.sf((5e-4 + 0.01) / SE_CLOSE, 5), rel=1e-9)
+    assert ok.outcome == NONINFERIOR and describe(ok, 100, "points") == "reproduced (not worse by 1 points)"
+    assert bad.p_against == pytest.approx(
+        ttest_1samp([-d - 0.02 for d in EQ_FAR], -0.01, alternative="less").pvalue, rel=1e-12)
+    assert bad.outcome == WORSE and bad.verdict == "worse than the margin −0.01"
+    # no ceiling for a one-sided parity claim: a baseline at the ceiling does not stop "not worse"
+    assert _one(EQ_CLOSE, test, headroom={"c": 0.001}).outcome == NONINFERIOR
+    # neither: the run's power at the paper's difference decides, and the seeds are counted there
+    wide = _one(EQ_WIDE, test)
+    assert wide.outcome == UNDERPOWERED
+    assert wide.seeds_needed == plan_seeds(-0.003, wide.std, 0.05 / 2, kind="noninferiority", margin=0.01)
+    assert "> margin 0.01 at the paper's -0.003;" in wide.verdict
+
+
+def _in_region(test: ClaimTest, h: str, bound: tuple[float, float]) -> bool:
+    """Whether hypothesis ``h``'s interval lies in its rejection region (see ClaimResult.bounds)."""
+    lo, hi = bound
+    delta = test.margin or 0.0
+    if h == "for":
+        if test.kind == "equivalence":
+            return -delta < lo and hi < delta
+        return lo > (0.0 if test.kind == "superiority" else -delta)
+    if h == "against":
+        if test.kind == "superiority":
+            return hi < 0
+        if test.kind == "equivalence":
+            return lo > delta or hi < -delta
+        return hi < -delta
+    assert h == "smaller" and test.paper_effect is not None
+    return hi < test.paper_effect
+
+
+def test_intervals_at_the_holm_level_agree_with_the_verdicts() -> None:
+    """Over many random families: each hypothesis' interval, at the level Holm's step-down tested it
+    at, lies in its rejection region exactly when Holm (statsmodels) rejected it; the headline
+    interval's lower end (upper too, for TOST) is the claim's own test."""
+    from statsmodels.stats.multitest import multipletests
+
+    kinds = [ClaimTest("superiority"), ClaimTest("superiority", paper_effect=0.02),
+             ClaimTest("equivalence", margin=0.01), ClaimTest("noninferiority", margin=0.01)]
+    rng = np.random.default_rng(7)
+    checked = rejected = 0
+    for _ in range(60):
+        k = int(rng.integers(2, 6))
+        tests = {f"c{i}": kinds[int(rng.integers(len(kinds)))] for i in range(k)}
+        diffs = {c: list(rng.normal(rng.normal(0.0, 0.02), rng.uniform(0.002, 0.02),
+                                    int(rng.integers(3, 12)))) for c in tests}
+        planned = [*tests, "extra"]
+        res = judge(diffs, {**tests, "extra": ClaimTest("superiority")}, planned=planned)
+        flat = [(c, h, getattr(res[c], {"for": "p_value", "against": "p_against", "smaller": "p_smaller"}[h]))
+                for c in tests for h in hypotheses(tests[c])]
+        m = len(flat) + 2
+        reject = multipletests([p for *_, p in flat] + [1.0, 1.0], alpha=0.05, method="holm")[0]
+        for (c, h, p), rej in zip(flat, reject):
+            level = res[c].levels[h]
+            if abs(p - level) < 1e-9 * level:  # a p-value on its level: the tie is rounding's
+                continue
+            assert (p <= level) == bool(rej)
+            assert _in_region(tests[c], h, res[c].bounds[h]) == bool(rej), (c, h, p, level)
+            checked += 1
+            rejected += bool(rej)
+        for c, r in res.items():
+            assert r.ci_level == pytest.approx(1 - 2 * r.levels["for"])
+            assert r.ci_low == pytest.approx(r.bounds["for"][0])
+            if tests[c].kind == "equivalence":
+                assert r.ci_high == pytest.approx(r.bounds["for"][1])
+        assert sum(1 for r in res.values() for lv in r.levels.values() if lv < 0.05 / m - 1e-15) == 0
+    assert checked > 300 and 20 < rejected < checked  # both sides of the equivalence were exercised
+
+
+def test_holm_levels_on_a_hand_worked_example() -> None:
+    """p sorted 0.005, 0.01, 0.03, 0.04 (m = 4): 0.005 ≤ 0.05/4, 0.01 ≤ 0.05/3, 0.03 > 0.05/2 stops:
+    the rejected at 0.0125 and 0.0167, the others at 0.025, where the step-down stopped."""
+    assert holm_levels([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.05 / 3, 0.025, 0.025, 0.0125])
+    assert holm([0.01, 0.04, 0.03, 0.005]) == [True, False, False, True]
+    # m = 6 planned (two not run): 0.005 ≤ 0.05/6 and 0.01 ≤ 0.05/5 rejected, 0.04 > 0.05/4 stops
+    levels = holm_levels([0.01, 0.04, math.nan, 0.005], m=6)
+    assert levels == pytest.approx([0.01, 0.0125, 0.0125, 0.05 / 6])
+    # the interval a reviewer reads: hard-beats-debiased (+1.21 ± 0.86 at 95 %, 5 of 5 positive)
+    hbd = [0.0121 + 0.00695 * z for z in (1.2, -1.1, 0.3, 0.5, -0.9)]
+    others = {f"o{i}": ClaimTest("superiority") for i in range(12)}  # planned, not run: 24 hypotheses
+    r = judge({"hbd": hbd}, {"hbd": ClaimTest("superiority", paper_effect=0.019), **others},
+              planned=["hbd", *others])["hbd"]
+    assert r.ci_low < 0 < r.mean - r.half_width  # the 95 % interval excludes 0, the Holm-level one does not
+    assert r.outcome != REPRODUCED and r.levels["for"] == pytest.approx(0.05 / 27)

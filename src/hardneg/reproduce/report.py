@@ -15,7 +15,8 @@ _COLUMNS = (
     "claim", "section", "verdict", "outcome", "exploratory", "text", "quote", "source", "design", "data",
     "setting", "metric", "test", "margin", "paper_effect", "baseline", "contender", "baseline_mean",
     "baseline_std", "contender_mean", "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high",
-    "half_width", "wins", "seeds", "alpha_design", "mde_design", "mde_observed", "mde_basis", "seeds_needed",
+    "ci_level", "alpha_for", "half_width", "wins", "seeds", "alpha_design", "mde_design", "mde_observed",
+    "mde_basis", "seeds_needed", "power_design", "power_observed", "question", "paper_difference",
     "p_value", "p_holm", "p_against", "p_against_holm", "p_smaller", "p_smaller_holm", "statistic", "unit",
     "optimum", "install", "selection",
     "folder", "command",
@@ -38,17 +39,40 @@ def _effect(r: dict[str, Any]) -> str:
     k, _ = _scale(r)
     if r.get("test") == "equivalence":
         return f"parity (±{k * r['margin']:.2g})"
+    if r.get("test") == "noninferiority":
+        return f"not worse by {k * r['margin']:.2g}"
     effect = r.get("paper_effect")
     return f"{_pp(effect, r)}" if effect is not None else "not stated"
 
 
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _difference(r: dict[str, Any]) -> str:
+    """``mean [low, high] (level %)``: the interval at the level of the claim's own test (its Holm
+    level, so that it excludes 0 or the margin exactly when the verdict says so); ``mean ± half-width``
+    (95 %) for rows written before the Holm-level interval existed."""
     k, unit = _scale(r)
     suffix = "" if unit == "points" else f" {unit}"
+    if _finite(r.get("ci_level")) and _finite(r.get("ci_low")) and _finite(r.get("ci_high")):
+        ends = ", ".join(f"{k * r[e]:+.2f}" if k == 100.0 else f"{k * r[e]:+#.3g}"
+                         for e in ("ci_low", "ci_high"))
+        return f"{_pp(r['diff_mean'], r)} [{ends}]{suffix} ({_level(r['ci_level'])})"
     if math.isnan(r.get("half_width", math.nan)):
         return f"{_pp(r['diff_mean'], r)}{suffix} (no interval)"
     width = f"{k * r['half_width']:.2f}" if unit == "points" else f"{k * r['half_width']:.3g}"
     return f"{_pp(r['diff_mean'], r)} ± {width}{suffix}"
+
+
+def _level(confidence: float) -> str:
+    """A confidence as a percentage with the digits it needs: ``99.7 %``, ``99.86 %``, ``90 %``."""
+    pct = 100 * confidence
+    for digits in range(0, 6):
+        text = f"{pct:.{digits}f}"
+        if abs(float(text) - pct) < 0.05 * (100 - pct) or digits == 5:
+            return f"{text} %"
+    return f"{pct} %"  # pragma: no cover
 
 
 def _terms(r: dict[str, Any]) -> str:
@@ -75,9 +99,11 @@ def _p(x: Any) -> str:
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """One line per claim: data, metric, difference ± 95 % half-width, the paper's effect, the MDE
-    (design / observed), the Holm p (unadjusted for an exploratory run), verdict."""
-    lines = ["| claim | data | metric | difference (95 % CI; points unless stated) | paper's effect "
+    """One line per claim: data, metric, difference with its interval at the verdict's level, the
+    paper's effect, the MDE (design / observed), the Holm p (unadjusted for an exploratory run),
+    verdict."""
+    lines = ["| claim | data | metric | difference [interval at the verdict's level] (points unless "
+             "stated) | paper's effect "
              "| MDE, 80 % power (design / observed) | p (Holm) | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -110,14 +136,19 @@ _HOW = (
     "contender − baseline (same seed: same initial weights, data order and evaluation folds). "
     "Superiority claims: paired t-tests (reproduced: H0 μ ≤ 0; opposite direction: two-sided; smaller "
     "than the paper's: H0 μ ≥ the paper's effect); parity claims: two one-sided tests (TOST) within a "
-    "margin derived from the paper. Every claim planned for this budget is in one Holm family fixed "
+    "margin derived from the paper, or, where the paper's words are one-sided, non-inferiority "
+    "(H0 μ ≤ −margin). Every claim planned for this budget is in one Holm family fixed "
     "in advance (a claim that did not run counts as planned), so the chance of any wrong firm verdict "
-    "is at most 5 %. The minimum detectable effect (MDE, 80 % power at the Holm level of the first step "
-    "α/m) is computed from each claim's design SD (its pilot, stated with the claim) and decides "
-    "*underpowered* (MDE above the paper's effect or the margin) against *not shown*; the MDE from the "
-    "run's own SD is shown beside it. A baseline leaving less room below 100 % than the paper's effect "
-    "(or the margin) gives *ceiling*; one seed or a zero spread, *no verdict*. Differences: mean ± "
-    "half-width of the 95 % Student-t interval, in points. Definitions: docs/claims.md."
+    "is at most 5 %. *Not shown* needs at least 80 % power at the paper's effect (for parity: to meet "
+    "the margin at the paper's own difference) with the run's own SD at the Holm level of the first "
+    "step α/m; otherwise the non-result is *underpowered*. The minimum detectable effect (MDE, 80 % "
+    "power at α/m) is shown twice: from the design's pilot SD and from the run's own SD (the one that "
+    "decides). A baseline leaving less room below 100 % than the paper's effect "
+    "(or the margin) gives *ceiling*; one seed or a zero spread, *no verdict*. Differences: mean "
+    "[interval], in points, the interval at the level Holm tested the claim's own hypothesis at "
+    "(two-sided 1 − 2α_i: its lower end is the one-sided bound of a superiority or non-inferiority "
+    "test, the whole interval TOST's), so an interval excludes 0 (or the margin) exactly when its "
+    "verdict says reproduced. Definitions: docs/claims.md."
 )
 _EXPLORATORY = (
     "**Exploratory** (`--only`): these claims ran alone; their p-values are unadjusted and their "
@@ -134,6 +165,13 @@ def _smaller(r: dict[str, Any]) -> str:
     return f"; smaller than the paper's: p = {_p(p)}, adjusted {_p(r.get('p_smaller_holm'))}"
 
 
+def _power(r: dict[str, Any]) -> str:
+    """``; power 0.31 (design) / 0.12 (observed)`` when the row has them."""
+    names = (("power_design", "design"), ("power_observed", "observed"))
+    parts = [f"{r[k]:.2g} ({name})" for k, name in names if _finite(r.get(k))]
+    return f"; power {' / '.join(parts)}" if parts else ""
+
+
 def _claim_section(r: dict[str, Any]) -> list[str]:
     lines = [f"## {r['claim']}: {r['verdict']}", "", f"*Claim.* {r['text']}", "",
              f"*The paper.* “{r['quote']}” — {r['source']}.", ""]
@@ -144,15 +182,18 @@ def _claim_section(r: dict[str, Any]) -> list[str]:
         if r.get("command"):
             lines += [f"*To run it.* `{r['command']}`", ""]
         return lines
-    margin = "" if r["margin"] is None else f", margin ±{100 * r['margin']:.2g} points"
+    margin = "" if r["margin"] is None else f", margin {'' if r['test'] == 'noninferiority' else '±'}" \
+        f"{100 * r['margin']:.2g} points"
     k, unit = _scale(r)
     statistic = r.get("statistic") or f"{r['contender']} − {r['baseline']}"
     points = " points" if unit == "points" else ""
     mde = ""
     if "mde_design" in r:
         design, observed = _mde(r).split(" / ")
-        mde = (f"; MDE at 80 % power (α = {r['alpha_design']:.3g}): design {design}, "
-               f"observed {observed}{points} ({r['mde_basis']} SD decides)")
+        basis = ("the run's own SD decides" if r.get("mde_basis") == "observed"
+                 else f"{r['mde_basis']} SD decides")
+        mde = (f"; MDE at 80 % power (α = {r['alpha_design']:.3g}): design {design} (pilot SD), "
+               f"observed {observed}{points} ({basis}){_power(r)}")
     return [
         *lines,
         f"*Data.* {r['data']}. *Setting.* {r['setting']}; metric `{r['metric']}` ({r['test']}{margin}).",

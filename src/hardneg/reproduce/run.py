@@ -299,6 +299,7 @@ def _row(claim: Claim, **extra: Any) -> dict[str, Any]:
             "metric": claim.metric, "baseline": claim.baseline, "contender": claim.contender,
             "statistic": _statistic(claim), "unit": claim.unit,
             "test": t.kind, "margin": t.margin, "paper_effect": t.paper_effect, "design": claim.design,
+            "paper_difference": t.paper_difference, "question": t.question,
             "section": "theorem" if claim.theorem else "claim", **extra}
 
 
@@ -332,7 +333,8 @@ def _in_units(res: Any, unit: str) -> str:
 
 _DIRECTION = {"reproduced": "supported", "reproduced, smaller than the paper's": "supported",
               "reproduced (equivalent)": "supported", "opposite direction": "against",
-              "not equivalent": "against", "smaller than the paper's": "smaller"}
+              "not equivalent": "against", "smaller than the paper's": "smaller",
+              "reproduced (not worse by the margin)": "supported", "worse than the margin": "against"}
 _THEOREM = {"reproduced": "holds", "opposite direction": "violated"}
 
 
@@ -386,7 +388,9 @@ def _fill(r: dict[str, Any], res: Any, exploratory: bool) -> None:
     unit = r.get("unit", "points")
     verdict = _in_units(res, unit)
     r.update(diff_mean=res.mean, diff_std=res.std, seeds=res.n, wins=res.wins, half_width=res.half_width,
-             ci_low=res.mean - res.half_width, ci_high=res.mean + res.half_width, p_value=res.p_value,
+             ci_low=res.ci_low, ci_high=res.ci_high, ci_level=res.ci_level,
+             alpha_for=res.levels.get("for", math.nan), power_design=res.power_design,
+             power_observed=res.power_observed, p_value=res.p_value,
              p_holm=res.p_holm, p_against=res.p_against, p_against_holm=res.p_against_holm,
              p_smaller=res.p_smaller, p_smaller_holm=res.p_smaller_holm, alpha_design=res.alpha_design,
              mde_design=res.mde_design, mde_observed=res.mde_observed, mde_basis=res.mde_basis,

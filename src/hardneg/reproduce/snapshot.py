@@ -37,7 +37,8 @@ SNAPSHOT_VERSION = 1
 _TEXT = ("claim", "section", "data", "metric", "unit", "test", "outcome", "verdict", "folder")
 _INT = ("wins", "seeds")
 _FLOAT = ("margin", "paper_effect", "diff_mean", "diff_std", "half_width", "ci_low", "ci_high", "mde_design",
-          "mde_observed", "p_value", "p_holm")
+          "mde_observed", "p_value", "p_holm", "ci_level", "p_against", "p_against_holm", "p_smaller",
+          "p_smaller_holm", "power_observed")
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
