@@ -26,6 +26,8 @@ from pathlib import Path
 sdist, wheel = sys.argv[1:]
 in_wheel = set(zipfile.ZipFile(wheel).namelist())
 configs = sorted(p.relative_to("src").as_posix() for p in Path("src/hardneg/configs").rglob("*") if p.is_file())
+configs += sorted(p.relative_to("src").as_posix() for p in Path("src/hardneg/reproduce/designs").rglob("*")
+                  if p.is_file())  # the pre-registered designs and their pilots
 missing = [c for c in configs if c not in in_wheel]
 assert configs and not missing, f"configs missing from the wheel: {missing}"
 assert not [n for n in in_wheel if n.startswith(("tests/", "docs/"))], "the wheel carries tests/ or docs/"

@@ -14,18 +14,26 @@ import pytest
 SCRIPT = '''
 import json, sys
 from dataclasses import replace
-from hardneg.reproduce import claims
-from hardneg.reproduce.run import run_reproduce
+from hardneg.reproduce import run
 
-exp = claims.EXPERIMENTS["latent"]
-claims.EXPERIMENTS["latent"] = replace(
-    exp, strategies={k: exp.strategies[k] for k in ("infonce", "collision-free")},
-    budgets={"small": {"train.epochs": 1, "compare.seeds": [0, 1], "compare.workers": 1,
-                       "data.latent.train_size": 256, "data.latent.test_size": 128,
-                       "train.batch_size": 32, "eval.kwise": [1], "eval.kwise_tasks": 20,
-                       "eval.figures": False, "train.progress": False}})
-run_reproduce(budget="small", out=sys.argv[1], only=["collision-free-helps", "arora-prop-6-2-holds"],
-              echo=lambda _: None)
+design = run.load_design
+
+
+def tiny(budget, path=None):
+    d = design(budget, path)
+    exp = d.experiments["latent"]
+    latent = replace(
+        exp, strategies={k: exp.strategies[k] for k in ("infonce", "collision-free")},
+        budgets={"small": {"train.epochs": 1, "compare.seeds": [0, 1], "compare.workers": 1,
+                           "data.latent.train_size": 256, "data.latent.test_size": 128,
+                           "train.batch_size": 32, "eval.kwise": [1], "eval.kwise_tasks": 20,
+                           "eval.figures": False, "train.progress": False}})
+    return replace(d, experiments={**d.experiments, "latent": latent})
+
+
+run.load_design = tiny
+run.run_reproduce(budget="small", out=sys.argv[1], only=["collision-free-helps", "arora-prop-6-2-holds"],
+                  echo=lambda _: None)
 print(json.dumps({"lightning": "lightning" in sys.modules}))
 '''
 

@@ -340,8 +340,9 @@ def sweep(config: ConfigArg, overrides: OverridesArg = None, out: OutOpt = None,
 @app.command()
 def reproduce(
     budget: Annotated[str, typer.Option(
-        "--budget", help="small (minutes on 2 CPU cores), full (hours) or paper (the papers' settings: "
-                         "GPU and data sets)")] = "small",
+        "--budget", help="small (minutes on 2 CPU cores), medium (the confirmatory run: about 40 "
+                         "minutes), full (hours) or paper (the papers' settings: GPU and data "
+                         "sets)")] = "small",
     out: Annotated[Path, typer.Option("--out", help="output folder (finished runs are reused)",
                                       callback=_user_path)] = Path("runs/reproduce"),
     only: Annotated[
@@ -356,23 +357,36 @@ def reproduce(
     force: ForceOpt = False,
     quiet: QuietOpt = False,
     markdown: Annotated[bool, typer.Option(
-        "--markdown", help="then write docs/results/reproduce-small.json and rewrite README.md's findings "
-                           "block and docs/studies.md's make-run tables from the report (run from the "
-                           "repository root; --budget small, without --only)")] = False,
+        "--markdown", help="then write docs/results/reproduce-<budget>.json (small: and rewrite README.md's "
+                           "findings block and docs/studies.md's make-run tables; medium: and "
+                           "docs/results/reproduce-medium.md) from the report (run from the repository "
+                           "root; --budget small or medium, without --only)")] = False,
+    pilot: Annotated[bool, typer.Option(
+        "--pilot", help="run the design's pilot instead (its own seeds and data draw) and write "
+                        "<out>/<budget>-pilot/pilot.json, to commit as designs/pilots/<budget>.json "
+                        "before the runs")] = False,
 ) -> None:
     """Run the papers' claims as seeded comparisons -> claims.md, claims.csv, figures/claims.png."""
     # no _quiet_lightning() here: the groups quiet Lightning where a run trains (their workers, or
     # this process), so a reproduction that reuses every run never imports it
-    from hardneg.reproduce.run import ReproduceInterrupted, resume_command, run_reproduce
+    from hardneg.reproduce.run import ReproduceInterrupted, resume_command, run_pilot, run_reproduce
 
     start = time.perf_counter()
     try:
         roots = _data_roots(data)
         if device is not None and device not in ("cpu", "gpu"):
             raise ValueError(f"--device must be cpu or gpu, got {device!r}")
-        if markdown and (budget != "small" or only):
-            raise ValueError("--markdown renders make run's full report: it needs --budget small without "
-                             f"--only, got --budget {budget}{' with --only' if only else ''}")
+        if markdown and (budget not in ("small", "medium") or only or pilot):
+            raise ValueError("--markdown renders a full report: it needs --budget small or medium without "
+                             f"--only or --pilot, got --budget {budget}{' with --only' if only else ''}"
+                             f"{' with --pilot' if pilot else ''}")
+        if pilot:
+            if only:
+                raise ValueError("--pilot runs every claim of the design's pilot: it takes no --only")
+            written = run_pilot(budget=budget, out=out, force=force, data=roots, device=device,
+                                echo=(lambda msg: None) if quiet else _echo)
+            typer.echo(written.read_text(encoding="utf-8"))
+            return
         if markdown and not (Path("README.md").is_file() and Path("docs/studies.md").is_file()):
             raise ValueError("--markdown must run from the repository root (README.md and docs/studies.md "
                              f"beside it), got {str(Path.cwd())!r}")
@@ -409,7 +423,19 @@ def reproduce(
         report = result.report or result.root / "claims.md"
         _echo(f"\nreport: {report} ({report.stem}.csv, figures/{report.stem}.png)")
         _echo(f"wall time: {time.perf_counter() - start:.1f} s")
-    if markdown:
+    if markdown and budget == "medium":
+        from hardneg._io import atomic_write_text
+        from hardneg.reproduce.snapshot import build_snapshot, write_snapshot
+
+        try:
+            snap = build_snapshot(result.root, command=f"hardneg reproduce --budget medium --out {out}",
+                                  seconds=time.perf_counter() - start)
+            write_snapshot(Path("docs/results/reproduce-medium.json"), snap)
+            atomic_write_text(Path("docs/results/reproduce-medium.md"),
+                              (result.root / "claims.md").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise _fail(err) from None
+    elif markdown:
         from hardneg.reproduce.markdown import update_findings
 
         try:

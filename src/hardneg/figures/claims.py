@@ -20,11 +20,14 @@ def _points(x: Any) -> list[float]:
 
 
 def _marks(r: Mapping[str, Any]) -> tuple[list[float], list[float]]:
-    """The row's paper effect (or ±margin for parity) and its MDE (±MDE for parity), in points."""
+    """The row's paper effect (±margin for equivalence, −margin for non-inferiority) and its MDE
+    (±MDE, −MDE), in points."""
     mdes = _points(r.get("mde_design") if r.get("mde_basis") == "pilot" else r.get("mde_observed"))
     margin = _points(r.get("margin"))
     if r.get("test") == "equivalence" and margin:
         return [-margin[0], margin[0]], [-m for m in mdes] + mdes
+    if r.get("test") == "noninferiority" and margin:  # one-sided: the bound "not worse by" below 0
+        return [-margin[0]], [-m for m in mdes]
     return _points(r.get("paper_effect")), mdes
 
 

@@ -12,7 +12,8 @@ from hardneg._io import atomic_write_text
 __all__ = ["claims_markdown", "report_json", "summary_table", "write_report"]
 
 _COLUMNS = (
-    "claim", "section", "verdict", "outcome", "exploratory", "text", "quote", "source", "design", "data",
+    "claim", "section", "verdict", "outcome", "exploratory", "status", "text", "quote", "source", "design",
+    "data",
     "setting", "metric", "test", "margin", "paper_effect", "baseline", "contender", "baseline_mean",
     "baseline_std", "contender_mean", "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high",
     "ci_level", "alpha_for", "half_width", "wins", "seeds", "alpha_design", "mde_design", "mde_observed",
@@ -104,17 +105,24 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     verdict."""
     lines = ["| claim | data | metric | difference [interval at the verdict's level] (points unless "
              "stated) | paper's effect "
-             "| MDE, 80 % power (design / observed) | p (Holm) | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| MDE, 80 % power (design / observed) | p (Holm) | verdict | status |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["verdict"] in _NO_RESULT:
             lines.append(f"| {r['claim']} | {r.get('data') or '–'} | {r['metric']} | – | {_effect(r)} "
                          "| – | – "
-                         f"| {r['verdict']} |")
+                         f"| {r['verdict']} | {_status(r)} |")
             continue
         lines.append(f"| {r['claim']} | {r['data']} | {r['metric']} | {_difference(r)} | {_effect(r)} "
-                     f"| {_mde(r)} | {_p(r.get('p_holm'))} | {r['verdict']} |")
+                     f"| {_mde(r)} | {_p(r.get('p_holm'))} | {r['verdict']} | {_status(r)} |")
     return "\n".join(lines)
+
+
+def _status(r: dict[str, Any]) -> str:
+    """``confirmatory`` or ``exploratory`` (the reason is in the claim's section); ``–`` for rows
+    written before registration existed."""
+    status = str(r.get("status") or "")
+    return status.split(":", 1)[0] if status else "–"
 
 
 def _count(rows: list[dict[str, Any]], budget: str) -> str:
@@ -126,8 +134,11 @@ def _count(rows: list[dict[str, Any]], budget: str) -> str:
     done = [r for r in rows if r["claim"] in planned
             and r.get("outcome") in (REPRODUCED, REPRODUCED_SMALLER, EQUIVALENT)]
     ran = [r for r in rows if r["claim"] in planned and r.get("outcome")]
+    confirmed = [r for r in done if r.get("status") == "confirmatory"]
+    registered = (f" {len(confirmed)} of the {len(done)} confirmatory."
+                  if any(r.get("status") for r in rows) else "")
     return (f"Claims reproduced: {len(done)} of the {len(planned)} planned for this budget ({len(ran)} "
-            "judged here; theorem checks apart, below).")
+            f"judged here; theorem checks apart, below).{registered}")
 
 
 _HOW = (
@@ -177,6 +188,8 @@ def _claim_section(r: dict[str, Any]) -> list[str]:
              f"*The paper.* “{r['quote']}” — {r['source']}.", ""]
     if r.get("design"):
         lines += [f"*Design.* {r['design']}.", ""]
+    if r.get("status"):
+        lines += [f"*Status.* {r['status']}.", ""]
     if r["verdict"] in _NO_RESULT:
         lines += [f"*Not run.* {r['setting']}", ""]
         if r.get("command"):
@@ -210,7 +223,21 @@ def _claim_section(r: dict[str, Any]) -> list[str]:
     ]
 
 
-def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | None = None) -> str:
+def _registered(reg: dict[str, Any] | None) -> list[str]:
+    """The design line: its file, SHA-256, and whether it (and its pilot) were committed when the
+    runs began."""
+    if not reg:
+        return []
+    pilot = f" and its pilot `designs/pilots/{reg['pilot']}`" if reg.get("pilot") else " (no pilot)"
+    when = (f"committed (at {reg['commit']}) before the runs began on {reg['began']}" if reg.get("committed")
+            else f"not committed when the runs began ({reg['commit']}): every verdict is exploratory")
+    return [f"Design: `designs/{reg['design']}` (sha256 {reg['design_sha256'][:12]}){pilot}, {when}. "
+            "A verdict is *confirmatory* when its design and pilot were fixed before its runs and "
+            "are unchanged since; otherwise *exploratory*, with the reason.", ""]
+
+
+def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | None = None,
+                    registration: dict[str, Any] | None = None) -> str:
     """The report as Markdown: how claims are judged, the claims' table, the theorem checks, one
     section per claim.
 
@@ -234,6 +261,7 @@ def claims_markdown(rows: list[dict[str, Any]], *, budget: str, partial: str | N
         f"Code: hardneg {__version__}, source sha256 {source_digest()[:12]}; each run folder records "
         "its config hash (`provenance.json`).",
         "",
+        *_registered(registration),
     ]
     hints = sorted({r["install"] for r in rows if r.get("install")})
     if hints:
@@ -259,7 +287,8 @@ def _json_value(x: Any) -> Any:
 
 
 def report_json(
-    rows: list[dict[str, Any]], *, budget: str, partial: str | None = None, seconds: float | None = None
+    rows: list[dict[str, Any]], *, budget: str, partial: str | None = None, seconds: float | None = None,
+    registration: dict[str, Any] | None = None,
 ) -> str:
     """``<stem>.json``: the rows of ``<stem>.csv`` (NaN as ``null``) with what produced them — the budget,
     the commit (:func:`~hardneg.reproduce.snapshot.source_commit`), the source digest, the wall time
@@ -274,6 +303,7 @@ def report_json(
     exploratory = any(r.get("exploratory") for r in rows)
     doc = {"budget": budget, "commit": source_commit(), "source_sha256": source_digest()[:12],
            "seconds": seconds, "partial": partial is not None, "exploratory": exploratory,
+           "registration": registration,
            "count": _count(claims, budget) if claims and not exploratory else None,
            "rows": [{k: _json_value(r.get(k, "")) for k in _COLUMNS} for r in rows]}
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
@@ -281,7 +311,7 @@ def report_json(
 
 def write_report(
     rows: list[dict[str, Any]], root: Path, *, budget: str, partial: str | None = None, stem: str = "claims",
-    seconds: float | None = None,
+    seconds: float | None = None, registration: dict[str, Any] | None = None,
 ) -> None:
     """Write ``<stem>.md``, ``<stem>.csv``, ``<stem>.json`` and ``figures/<stem>.png`` under ``root``
     (``partial``: see :func:`claims_markdown`; ``stem``: ``claims``, or ``claims-only-<ids>`` for an
@@ -294,6 +324,8 @@ def write_report(
     table = [{k: r.get(k, "") for k in _COLUMNS} for r in rows]
     atomic_write_text(root / f"{stem}.csv", csv_text(table))
     atomic_write_text(root / f"{stem}.json",
-                      report_json(rows, budget=budget, partial=partial, seconds=seconds))
-    atomic_write_text(root / f"{stem}.md", claims_markdown(rows, budget=budget, partial=partial) + "\n")
+                      report_json(rows, budget=budget, partial=partial, seconds=seconds,
+                                  registration=registration))
+    atomic_write_text(root / f"{stem}.md",
+                      claims_markdown(rows, budget=budget, partial=partial, registration=registration) + "\n")
     claims_figure(rows, root / "figures" / f"{stem}.png", budget=budget)

@@ -17,6 +17,7 @@ its embedded fallback (the report says which ran) or is listed with the command 
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 import sys
@@ -27,15 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.config.errors import ConfigError
-from hardneg.reproduce.claims import (
-    BUDGETS,
-    CLAIMS,
-    EXPERIMENTS,
-    Claim,
-    Experiment,
-    OptimumShift,
-    planned_claims,
-)
+from hardneg.reproduce.claims import Claim, Experiment, OptimumShift, planned_claims
+from hardneg.reproduce.design import Design, load_design
+from hardneg.reproduce.registration import claim_status, register
 
 __all__ = [
     "ReproduceInterrupted",
@@ -48,6 +43,7 @@ __all__ = [
     "planned_claims",
     "report_stem",
     "resume_command",
+    "run_pilot",
     "run_reproduce",
 ]
 
@@ -73,13 +69,12 @@ class ReproduceInterrupted(Exception):
 
 
 def _select(budget: str, only: Sequence[str] | None) -> list[Claim]:
-    if budget not in BUDGETS:
-        raise ValueError(f"--budget must be one of {list(BUDGETS)}, got {budget!r}")
-    known = {c.id for c in CLAIMS if budget in c.budgets}
+    design = load_design(budget)
+    known = {c.id for c in design.claims}
     unknown = sorted(set(only or ()) - known)
     if unknown:
         raise ValueError(f"--only takes claim ids of budget {budget!r} among {sorted(known)}, got {unknown}")
-    return [c for c in CLAIMS if budget in c.budgets and (not only or c.id in only)]
+    return [c for c in design.claims if not only or c.id in only]
 
 
 def experiment_config(
@@ -117,7 +112,7 @@ def resume_command(budget: str, out: Path, only: Sequence[str] | None) -> str:
 
 def command_for(claim: Claim, budget: str, out: Path) -> str:
     """The command that runs ``claim`` once its data (and device) are there."""
-    exp = EXPERIMENTS[claim.experiment]
+    exp = load_design(budget).experiments[claim.experiment]
     args = ["hardneg", "reproduce", "--budget", budget, "--only", claim.id, "--out", str(out)]
     if exp.needs is not None:
         args += ["--data", f"{exp.needs}=DIR"]
@@ -338,9 +333,9 @@ _DIRECTION = {"reproduced": "supported", "reproduced, smaller than the paper's":
 _THEOREM = {"reproduced": "holds", "opposite direction": "violated"}
 
 
-def _tests(rows: Sequence[Mapping[str, Any]], planned: Sequence[Claim]) -> dict[str, Any]:
+def _tests(rows: Sequence[Mapping[str, Any]], planned: Sequence[Claim], design: Design) -> dict[str, Any]:
     """Each claim's design test, with the pilot SD of the experiment that ran it."""
-    claims = {c.id: c for c in CLAIMS}
+    claims = {c.id: c for c in design.claims}
     ran = {r["claim"]: r.get("experiment") or claims[r["claim"]].experiment for r in rows}
     return {c.id: c.design_test(ran.get(c.id, c.experiment)) for c in [*planned, *(claims[i] for i in ran)]}
 
@@ -364,12 +359,13 @@ def judge_rows(
     """
     from hardneg.reproduce.statistics import judge
 
-    by = {c.id: c for c in CLAIMS}
+    design = load_design(budget)
+    by = {c.id: c for c in design.claims}
     measured = [r for r in rows if r["claim"] in diffs]
     claims = [r for r in measured if not by[r["claim"]].theorem]
     theorems = [r for r in measured if by[r["claim"]].theorem]
-    planned = planned_claims(budget)
-    tests = _tests(measured, planned)
+    planned = design.family
+    tests = _tests(measured, planned, design)
     family = [c.id for c in planned]
     family += [r["claim"] for r in claims if r["claim"] not in family]
     results = judge({r["claim"]: diffs[r["claim"]] for r in claims}, tests, alpha=alpha,
@@ -399,6 +395,69 @@ def _fill(r: dict[str, Any], res: Any, exploratory: bool) -> None:
              exploratory=exploratory, direction=_DIRECTION.get(res.outcome, "neither"))
 
 
+def pilot_config(exp: Experiment, design: Design, **kwargs: Any) -> Any:
+    """``exp``'s config for the pilot of ``design``: the pilot's seeds and its overrides for
+    ``exp`` (a disjoint draw of synthetic data), else as the design's runs."""
+    assert design.pilot is not None
+    extra = {"compare.seeds": list(design.pilot.seeds), **design.pilot.overrides.get(exp.id, {})}
+    return experiment_config(replace(exp, budgets={design.budget: {**exp.budgets[design.budget], **extra}}),
+                             design.budget, **kwargs)
+
+
+def run_pilot(
+    *,
+    budget: str,
+    out: str | Path = "runs/reproduce",
+    force: bool = False,
+    data: Mapping[str, str] | None = None,
+    device: str | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> Path:
+    """Run the pilot of ``budget``'s design into ``<out>/<budget>-pilot`` and write its results,
+    ``pilot.json``: per claim its experiment and the mean, SD (ddof 1) and number of its per-seed
+    differences. Committed as ``designs/pilots/<budget>.json`` before the design's own runs, it
+    sets their SDs (an upper 80 % limit, :func:`~hardneg.reproduce.statistics.design_sd`) and, for
+    claims asking whether there is an effect at this scale, the effect they are powered at. The
+    pilot tests nothing. Returns the path of ``pilot.json``.
+    """
+    from hardneg._io import atomic_write_text
+    from hardneg.pipeline.groups import run_compare, run_seed
+
+    echo = echo or (lambda msg: print(msg, file=sys.stderr))
+    design = load_design(budget)
+    if design.pilot is None:
+        raise ValueError(f"--pilot: the {budget} design ({design.path.name}) states no pilot")
+    root = Path(out) / f"{budget}-pilot"
+    results: dict[str, dict[str, Any]] = {}
+    for exp_id in dict.fromkeys(c.experiment for c in design.claims):
+        exp = design.experiments[exp_id]
+        cfg = pilot_config(exp, design, data=data, device=device)
+        why = _missing(cfg, exp.needs)
+        if why is not None:
+            echo(f"pilot: {exp.id} {why}; its claims get no pilot result")
+            continue
+        if exp.selection is not None and budget in exp.selection.budgets:  # the runs' own choice, reused
+            exp, _ = select_setting(exp, budget, Path(out), force=force, device=device, data=data, echo=echo)
+            cfg = pilot_config(exp, design, data=data, device=device)
+        echo(f"pilot: {exp.id} ({len(exp.strategies)} strategies x seeds {list(design.pilot.seeds)}) "
+             f"-> {root / exp.id}")
+        result = run_compare(cfg, root / exp.id, resume=not force, force=force, quiet=True, echo=echo)
+        runs = {label: {run_seed(r): r for r in rs} for label, rs in result.runs.items()}
+        for c in design.claims:
+            if c.experiment != exp_id or c.theorem:
+                continue
+            values, _ = claim_values(c.measured_in(exp), runs)
+            mean, sd = _mean_std(values)
+            results[c.id] = {"experiment": exp.id, "mean": mean, "sd": sd, "n": len(values)}
+    path = root / "pilot.json"
+    atomic_write_text(path, json.dumps({
+        "budget": budget, "design_sha256": design.digest, "seeds": list(design.pilot.seeds),
+        "overrides": design.pilot.overrides, "claims": results}, indent=2, sort_keys=True) + "\n")
+    target = design.pilot.file.relative_to(design.path.parent.parent)
+    echo(f"pilot: {len(results)} claims -> {path}; commit it as {target} before the runs")
+    return path
+
+
 def run_reproduce(
     *,
     budget: str = "small",
@@ -426,18 +485,26 @@ def run_reproduce(
     claims = _select(budget, only)
     exploratory = bool(only)
     stem = report_stem(budget, only)
-    known = sorted({e.needs for e in EXPERIMENTS.values() if e.needs is not None})
+    design = load_design(budget)
+    known = sorted({e.needs for e in design.experiments.values() if e.needs is not None})
     unknown = sorted(set(data or {}) - set(known))
     if unknown:  # a misspelt data set would otherwise be ignored silently
         raise ValueError(f"--data takes NAME=DIR with NAME among {known}, got {unknown}")
     root = Path(out)
     rows: list[dict[str, Any]] = []
     diffs: dict[str, list[float]] = {}
+    reg = register(design, root / budget, fresh=force)  # fixed when the runs began (read back on resume)
+
+    def statuses() -> None:
+        for r in rows:
+            r["status"] = ("exploratory: run alone (--only)" if exploratory
+                           else claim_status(design, reg, r["claim"]))
+
     experiments = list(dict.fromkeys(c.experiment for c in claims))
     for n, exp_id in enumerate(experiments):
         install: dict[str, str] = {}
         mine = [c for c in claims if c.experiment == exp_id]
-        exp = EXPERIMENTS[exp_id]
+        exp = design.experiments[exp_id]
         cfg = experiment_config(exp, budget, data=data, device=device)
         why = _missing(cfg, exp.needs)
         ran = exp.needs or cfg.data.dataset
@@ -445,7 +512,7 @@ def run_reproduce(
             echo(f"reproduce: {exp.id} {why}; running the embedded fallback {exp.fallback!r}")
             ran = f"{exp.fallback} (fallback: {exp.id} not installed)"
             install = {"install": f"{exp.id}: {exp.install}"} if exp.install else {}
-            exp = EXPERIMENTS[exp.fallback]
+            exp = design.experiments[exp.fallback]
             cfg = experiment_config(exp, budget, device=device)
             why = _missing(cfg, exp.needs)
         if why is not None:
@@ -468,10 +535,11 @@ def run_reproduce(
             rows += [_row(c, verdict="interrupted", setting=f"interrupted; continue with `{again}`")
                      for c in left]
             judge_rows(rows, diffs, budget=budget, exploratory=exploratory)
+            statuses()
             partial = (f"interrupted during `{exp.id}` ({stop.done} of {stop.total} of its runs finished); "
                        f"{len(left)} of {len(claims)} claims have no verdict. `{again}` continues "
                        "(finished runs are reused).")
-            write_report(rows, root / budget, budget=budget, partial=partial, stem=stem)
+            write_report(rows, root / budget, budget=budget, partial=partial, stem=stem, registration=reg)
             raise ReproduceInterrupted(
                 ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start,
                                 report=root / budget / f"{stem}.md")
@@ -485,6 +553,8 @@ def run_reproduce(
             rows.append(_row(c, data=ran, setting=_setting(exp, cfg), folder=str(folder), experiment=exp.id,
                              **_measured(c, sides), **extra, **install, **chosen))
     judge_rows(rows, diffs, budget=budget, exploratory=exploratory)
-    write_report(rows, root / budget, budget=budget, stem=stem, seconds=time.perf_counter() - start)
+    statuses()
+    write_report(rows, root / budget, budget=budget, stem=stem, seconds=time.perf_counter() - start,
+                 registration=reg)
     return ReproduceResult(rows=rows, root=root / budget, seconds=time.perf_counter() - start,
                            report=root / budget / f"{stem}.md")
