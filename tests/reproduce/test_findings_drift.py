@@ -45,6 +45,24 @@ def test_studies_make_run_tables_are_the_rendered_snapshot() -> None:
     assert block == groups_markdown(load_snapshot(SNAPSHOT)), REGENERATE
 
 
+@pytest.mark.parametrize("budget", ["medium"])
+def test_each_larger_budget_block_is_its_rendered_snapshot(budget: str) -> None:
+    """README's and docs/studies.md's blocks of a larger budget are its committed snapshot, rendered
+    (empty until the budget's first published run)."""
+    from hardneg.reproduce.markdown import blocks
+
+    findings, groups = blocks(budget)
+    snapshot = ROOT / "docs" / "results" / f"reproduce-{budget}.json"
+    readme = read_block((ROOT / "README.md").read_text(encoding="utf-8"), findings)
+    studies = read_block((ROOT / "docs" / "studies.md").read_text(encoding="utf-8"), groups)
+    if not snapshot.is_file():
+        assert readme == studies == "", f"{findings}: a block without its snapshot {snapshot.name}"
+        return
+    snap = load_snapshot(snapshot)
+    assert snap["budget"] == budget
+    assert readme == findings_markdown(snap) and studies == groups_markdown(snap), REGENERATE
+
+
 def test_committed_snapshot_is_consistent() -> None:
     """Each claim's interval holds its mean (mean ± the 95 % half-width in snapshots written before the
     Holm-level interval, ``ci_level``), and every group has the seeds its claims used."""

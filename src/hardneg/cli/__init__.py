@@ -357,10 +357,10 @@ def reproduce(
     force: ForceOpt = False,
     quiet: QuietOpt = False,
     markdown: Annotated[bool, typer.Option(
-        "--markdown", help="then write docs/results/reproduce-<budget>.json (small: and rewrite README.md's "
-                           "findings block and docs/studies.md's make-run tables; medium: and "
-                           "docs/results/reproduce-medium.md) from the report (run from the repository "
-                           "root; --budget small or medium, without --only)")] = False,
+        "--markdown", help="then write docs/results/reproduce-<budget>.json and rewrite README.md's "
+                           "findings block and docs/studies.md's make-run tables of the budget (medium: "
+                           "and docs/results/reproduce-medium.md, the whole report) from the report "
+                           "(from the repository root; --budget small or medium, without --only)")] = False,
     pilot: Annotated[bool, typer.Option(
         "--pilot", help="run the design's pilot instead (its own seeds and data draw) and write "
                         "<out>/<budget>-pilot/pilot.json, to commit as designs/pilots/<budget>.json "
@@ -423,29 +423,24 @@ def reproduce(
         report = result.report or result.root / "claims.md"
         _echo(f"\nreport: {report} ({report.stem}.csv, figures/{report.stem}.png)")
         _echo(f"wall time: {time.perf_counter() - start:.1f} s")
-    if markdown and budget == "medium":
+    if markdown:
         from hardneg._io import atomic_write_text
-        from hardneg.reproduce.snapshot import build_snapshot, write_snapshot
+        from hardneg.reproduce.markdown import blocks, update_findings
 
+        snapshot = Path(f"docs/results/reproduce-{budget}.json")
+        command = "make run" if budget == "small" else f"hardneg reproduce --budget {budget}"
         try:
-            snap = build_snapshot(result.root, command=f"hardneg reproduce --budget medium --out {out}",
-                                  seconds=time.perf_counter() - start)
-            write_snapshot(Path("docs/results/reproduce-medium.json"), snap)
-            atomic_write_text(Path("docs/results/reproduce-medium.md"),
-                              (result.root / "claims.md").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise _fail(err) from None
-    elif markdown:
-        from hardneg.reproduce.markdown import update_findings
-
-        try:
-            update_findings(result.root, snapshot=Path("docs/results/reproduce-small.json"),
-                            readme=Path("README.md"), studies=Path("docs/studies.md"),
+            update_findings(result.root, snapshot=snapshot, readme=Path("README.md"),
+                            studies=Path("docs/studies.md"), command=command,
                             seconds=time.perf_counter() - start)
+            if budget != "small":  # the whole report beside its snapshot
+                atomic_write_text(snapshot.with_suffix(".md"),
+                                  (result.root / "claims.md").read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
             raise _fail(err) from None
-        _echo("rewrote README.md's findings block and docs/studies.md's make-run tables "
-              "(snapshot: docs/results/reproduce-small.json)")
+        findings, groups = blocks(budget)
+        _echo(f"rewrote README.md's {findings} block and docs/studies.md's {groups} tables "
+              f"(snapshot: {snapshot})")
 
 
 def _data_roots(items: list[str] | None) -> dict[str, str]:

@@ -65,6 +65,8 @@ def _effect(c: Mapping[str, Any]) -> str:
     k, _ = _scale(c)
     if c.get("test") == "equivalence" and c.get("margin") is not None:
         return f"parity (±{k * c['margin']:.2g})"
+    if c.get("test") == "noninferiority" and c.get("margin") is not None:
+        return f"not worse by {k * c['margin']:.2g}"
     return "not stated" if c.get("paper_effect") is None else _num(c["paper_effect"], k, signed=True)
 
 
@@ -106,19 +108,21 @@ def findings_markdown(snapshot: Mapping[str, Any]) -> str:
     """
     claims = [c for c in snapshot["claims"] if c.get("section", "claim") == "claim"]
     theorems = [c for c in snapshot["claims"] if c.get("section") == "theorem"]
+    status = any(c.get("status") for c in claims)  # snapshots from before registration have none
     lines = [provenance_line(snapshot), "",
              "| claim | data | metric | difference (95 % CI; points unless stated) | paper's effect "
-             "| MDE, 80 % power (design / observed) | p (Holm) | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"| MDE, 80 % power (design / observed) | p (Holm) | verdict |{' status |' if status else ''}",
+             "|---|---|---|---|---|---|---|---|" + ("---|" if status else "")]
     for c in claims:
+        last = f" {str(c.get('status') or '–').split(':', 1)[0]} |" if status else ""
         if c["verdict"] in _NO_RESULT:
             lines.append(f"| {c['claim']} | {c.get('data') or '–'} | {c['metric']} | – | {_effect(c)} "
-                         f"| – | – | {c['verdict']} |")
+                         f"| – | – | {c['verdict']} |{last}")
             continue
         k, _ = _scale(c)
         lines.append(f"| {c['claim']} | {c['data']} | {c['metric']} | {_difference(c)} | {_effect(c)} "
                      f"| {_num(c.get('mde_design'), k)} / {_num(c.get('mde_observed'), k)} "
-                     f"| {_p(c.get('p_holm'))} | {c['verdict']} |")
+                     f"| {_p(c.get('p_holm'))} | {c['verdict']} |{last}")
     if snapshot.get("count"):
         lines += ["", snapshot["count"]]
     if theorems:
@@ -193,7 +197,9 @@ def read_block(text: str, name: str) -> str:
     """The body between ``name``'s marker lines in ``text`` (see :func:`replace_block` for errors)."""
     start, end = _markers(name)
     replace_block(text, name, "")  # validates the markers
-    return text.split(start + "\n", 1)[1].split("\n" + end, 1)[0]
+    body = text.split(start, 1)[1].split(end, 1)[0]
+    body = body[1:] if body.startswith("\n") else body
+    return body[:-1] if body.endswith("\n") else body  # "" for markers on adjacent lines
 
 
 def _rewrite(path: Path, name: str, body: str) -> None:
@@ -202,6 +208,16 @@ def _rewrite(path: Path, name: str, body: str) -> None:
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
     atomic_write_text(path, text)
+
+
+def blocks(budget: str) -> tuple[str, str]:
+    """The README's and docs/studies.md's block names of ``budget``'s findings (``small``: the
+    ``make run`` blocks; another budget: ``findings-<budget>``, ``make-run-tables-<budget>``).
+
+    >>> blocks("small"), blocks("medium")
+    (('findings', 'make-run-tables'), ('findings-medium', 'make-run-tables-medium'))
+    """
+    return (FINDINGS, GROUPS) if budget == "small" else (f"{FINDINGS}-{budget}", f"{GROUPS}-{budget}")
 
 
 def update_findings(
@@ -215,8 +231,9 @@ def update_findings(
     Args:
         root: the budget's report folder (``runs/reproduce/small``).
         snapshot: the JSON file to write (``docs/results/reproduce-small.json``).
-        readme: the file with the ``findings`` markers.
-        studies: the file with the ``make-run-tables`` markers.
+        readme: the file with the ``findings`` markers (``findings-<budget>`` but for small:
+            :func:`blocks`).
+        studies: the file with the ``make-run-tables`` markers (``make-run-tables-<budget>``).
         command: the command that produced the report.
         commit, seconds: the report's commit and wall time when its ``claims.json`` does not record
             them (see :func:`hardneg.reproduce.snapshot.build_snapshot`).
@@ -225,8 +242,9 @@ def update_findings(
         The snapshot written.
     """
     snap = build_snapshot(root, command=command, commit=commit, seconds=seconds)
-    targets = ((Path(readme), FINDINGS, findings_markdown(snap)),
-               (Path(studies), GROUPS, groups_markdown(snap)))
+    findings, groups = blocks(str(snap["budget"]))
+    targets = ((Path(readme), findings, findings_markdown(snap)),
+               (Path(studies), groups, groups_markdown(snap)))
     for path, name, _ in targets:  # fail before writing anything
         try:
             replace_block(path.read_text(encoding="utf-8"), name, "")

@@ -13,13 +13,12 @@ __all__ = ["claims_markdown", "report_json", "summary_table", "write_report"]
 
 _COLUMNS = (
     "claim", "section", "verdict", "outcome", "exploratory", "status", "text", "quote", "source", "design",
-    "data",
-    "setting", "metric", "test", "margin", "paper_effect", "baseline", "contender", "baseline_mean",
+    "data", "setting", "metric", "test", "margin", "paper_effect", "baseline", "contender", "baseline_mean",
     "baseline_std", "contender_mean", "contender_std", "diff_mean", "diff_std", "ci_low", "ci_high",
     "ci_level", "alpha_for", "half_width", "wins", "seeds", "alpha_design", "mde_design", "mde_observed",
     "mde_basis", "seeds_needed", "power_design", "power_observed", "question", "paper_difference",
-    "p_value", "p_holm", "p_against", "p_against_holm", "p_smaller", "p_smaller_holm", "statistic", "unit",
-    "optimum", "install", "selection",
+    "delta_source", "p_value", "p_holm", "p_against", "p_against_holm", "p_smaller", "p_smaller_holm",
+    "statistic", "unit", "optimum", "install", "selection",
     "folder", "command",
 )
 _NO_RESULT = ("not run here", "interrupted")  # verdicts of rows without a measurement
@@ -188,6 +187,8 @@ def _claim_section(r: dict[str, Any]) -> list[str]:
              f"*The paper.* “{r['quote']}” — {r['source']}.", ""]
     if r.get("design"):
         lines += [f"*Design.* {r['design']}.", ""]
+    if r.get("delta_source"):
+        lines += [f"*The paper's effect δ.* {r['delta_source']}.", ""]
     if r.get("status"):
         lines += [f"*Status.* {r['status']}.", ""]
     if r["verdict"] in _NO_RESULT:

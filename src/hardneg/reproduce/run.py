@@ -295,6 +295,7 @@ def _row(claim: Claim, **extra: Any) -> dict[str, Any]:
             "statistic": _statistic(claim), "unit": claim.unit,
             "test": t.kind, "margin": t.margin, "paper_effect": t.paper_effect, "design": claim.design,
             "paper_difference": t.paper_difference, "question": t.question,
+            "delta_source": str(claim.delta.get("source", "")) if claim.delta else "",
             "section": "theorem" if claim.theorem else "claim", **extra}
 
 
@@ -494,6 +495,9 @@ def run_reproduce(
     rows: list[dict[str, Any]] = []
     diffs: dict[str, list[float]] = {}
     reg = register(design, root / budget, fresh=force)  # fixed when the runs began (read back on resume)
+    about = (f", about {design.estimate_minutes:g} minutes on 2 CPU cores (finished runs are reused)"
+             if design.estimate_minutes is not None else "")
+    echo(f"reproduce: the {budget} design, designs/{design.path.name} (sha256 {design.digest[:12]}){about}")
 
     def statuses() -> None:
         for r in rows:

@@ -34,11 +34,12 @@ __all__ = [
 SNAPSHOT_VERSION = 1
 
 # the fields of a claim row kept in the snapshot: text, integers, the rest floats (None when absent)
-_TEXT = ("claim", "section", "data", "metric", "unit", "test", "outcome", "verdict", "folder")
+_TEXT = ("claim", "section", "data", "metric", "unit", "test", "outcome", "verdict", "folder", "status",
+         "question")
 _INT = ("wins", "seeds")
 _FLOAT = ("margin", "paper_effect", "diff_mean", "diff_std", "half_width", "ci_low", "ci_high", "mde_design",
           "mde_observed", "p_value", "p_holm", "ci_level", "p_against", "p_against_holm", "p_smaller",
-          "p_smaller_holm", "power_observed")
+          "p_smaller_holm", "power_observed", "power_design", "paper_difference")
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
