@@ -11,6 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from hardneg import _deprecated
+
+_deprecated.install()  # old import paths (hardneg.tiled) warn and alias their new modules until 0.4
+
 __version__ = "0.2.0"
 
 _WHERE = {
@@ -24,13 +28,14 @@ _WHERE = {
 }
 _SUBMODULES = (
     "distributed",
+    "engines",
     "functional",
     "gradcache",
     "negatives",
     "objectives",
     "queue",
     "reduction",
-    "tiled",
+    "tiled",  # deprecated: hardneg.engines.tiled (hardneg._deprecated), removed in 0.4
 )
 
 __all__ = [
@@ -41,6 +46,7 @@ __all__ = [
     "__version__",
     "annealed_beta",
     "distributed",
+    "engines",
     "functional",
     "gradcache",
     "negatives",
@@ -49,11 +55,10 @@ __all__ = [
     "queue",
     "reduction",
     "simclr_scores",
-    "tiled",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
-    from hardneg import distributed, functional, gradcache, negatives, objectives, queue, reduction, tiled
+    from hardneg import distributed, engines, functional, gradcache, negatives, objectives, queue, reduction
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
     from hardneg.schedules import BetaAnnealing, annealed_beta

@@ -21,14 +21,13 @@ import torch
 from torch import Tensor
 
 from hardneg import _warnings
-from hardneg._validation import check_rows_nonempty
+from hardneg.engines.materialised import loss_from_scores
 from hardneg.negatives.base import NegativeDistribution
-from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
 from hardneg.objectives.debiased import Debiased
 from hardneg.objectives.nce import InfoNCE
-from hardneg.reduction import LossOutput, check_reduction, negative_diagnostics, reduce
-from hardneg.scores import Scores, simclr_scores
+from hardneg.reduction import LossOutput
+from hardneg.scores import simclr_scores
 
 __all__ = [
     "contrastive_loss",
@@ -80,77 +79,6 @@ def resolve_objective(tau_plus: float, objective: Objective | None) -> Objective
             f"give tau_plus to the objective, not both: got tau_plus={tau_plus!r} and objective={objective!r}"
         )
     return objective
-
-
-def loss_from_scores(
-    scores: Scores,
-    *,
-    negatives: NegativeDistribution | None = None,
-    objective: Objective | None = None,
-    reduction: str = "mean",
-    diagnostics: bool = False,
-    generator: torch.Generator | None = None,
-    validate: bool = True,
-) -> LossOutput:
-    """Steps 2–4 on precomputed :class:`Scores` (any layout: SimCLR, queue, gathered, pairs).
-
-    The negative distribution is evaluated once into a
-    :class:`~hardneg.negatives.WeightedScores`, which the objective and the diagnostics share.
-    ``negatives`` defaults to :class:`~hardneg.negatives.Uniform`, ``objective`` to
-    :class:`~hardneg.objectives.InfoNCE`; ``generator`` feeds random distributions (K-subsampling).
-    Every anchor needs a valid negative: checked with a host read unless the layout established
-    it (``Scores.nonempty``) or ``validate=False`` (:func:`~hardneg._validation.check_rows_nonempty`).
-
-    Args:
-        scores: the batch's :class:`Scores` (step 1).
-        negatives: the negative distribution (default uniform).
-        objective: the objective (default InfoNCE).
-        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
-        diagnostics: fill the :class:`~hardneg.reduction.LossOutput`'s diagnostics.
-        generator: the randomness of random distributions (K-subsampling), or ``None``.
-        validate: check that every anchor has a valid negative (one host read).
-
-    Shapes:
-        :class:`Scores` of (A, N) → a :class:`~hardneg.reduction.LossOutput` with per-anchor
-        losses (A,) and the loss reduced by ``reduction``.
-
-    References:
-        Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4) (InfoNCE); Robinson, Chuang, Sra
-        and Jegelka, "Contrastive Learning with Hard Negative Samples", ICLR 2021, §3, eq. (4)
-        (the weighted negative term); Chuang, Robinson, Lin, Torralba and Jegelka, "Debiased
-        Contrastive Learning", NeurIPS 2020, §3.
-
-    Example:
-        >>> a = torch.nn.functional.normalize(torch.randn(4, 3), dim=1)
-        >>> s = simclr_scores(a, a.flip(0), temperature=0.5)
-        >>> out = loss_from_scores(s, reduction="none")
-        >>> ref = -(s.positive - s.masked_logits().logsumexp(1).logaddexp(s.positive))  # NT-Xent
-        >>> out.per_anchor.shape, torch.allclose(out.per_anchor, ref, atol=1e-5)
-        (torch.Size([8]), True)
-    """
-    check_reduction(reduction)
-    negatives = Uniform() if negatives is None else negatives
-    objective = InfoNCE() if objective is None else objective
-    if scores.positive_mask is not None and not objective.multi_positive:
-        raise ValueError(
-            f"objective {objective!r} is defined for one positive per anchor; scores with several "
-            "positives (positive_mask) need InfoNCE or Debiased with a fixed tau_plus"
-        )
-    prepared = negatives.prepare(scores, generator=generator)
-    if validate and not prepared.nonempty:
-        check_rows_nonempty(prepared.num_valid())
-    weighted = negatives.weigh(prepared)
-    if not torch.compiler.is_compiling():  # a message only; Dynamo before 2.5 breaks on repr
-        weighted.source = weighted.source or repr(negatives)
-    per_anchor = objective(weighted)
-    diag: dict[str, float] = {}
-    if diagnostics:
-        with torch.no_grad():
-            diag = negative_diagnostics(weighted)
-            diag.update({str(k): float(v) for k, v in negatives.diagnostics(weighted).items()})
-            diag.update({str(k): float(v) for k, v in objective.diagnostics(weighted).items()})
-        diag["loss"] = float(per_anchor.detach().mean())
-    return LossOutput(loss=reduce(per_anchor, reduction), per_anchor=per_anchor, diagnostics=diag)
 
 
 def _two_view_loss(

@@ -5,8 +5,8 @@ One method per layout of the scores (docs/loss_api.md), each returning the loss,
 :meth:`~ContrastiveLoss.pair` (given positives, a separate candidate pool),
 :meth:`~ContrastiveLoss.multi_positive` (several positives per anchor) and, the low-level entry,
 :meth:`~ContrastiveLoss.compute` on precomputed :class:`Scores`; MoCo's queue is a wrapper,
-:class:`hardneg.queue.QueueLoss`. The settings become one :class:`~hardneg.loss_engines.PreparedLoss`,
-which :mod:`hardneg.loss_engines` hands to the materialised, tiled or gathered engine. The 0.1 names
+:class:`hardneg.queue.QueueLoss`. The settings become one :class:`~hardneg.engines.dispatch.PreparedLoss`,
+which :mod:`hardneg.engines.dispatch` hands to the materialised, tiled or gathered engine. The 0.1 names
 (``detailed``, ``pair_forward``, …) warn and are removed in 0.3 (:mod:`hardneg._loss_aliases`).
 """
 
@@ -19,8 +19,8 @@ from torch import Tensor, nn
 
 from hardneg._loss_aliases import DeprecatedAliases
 from hardneg._validation import check_in_interval, check_temperature
-from hardneg.functional import resolve_objective
-from hardneg.loss_engines import (
+from hardneg.engines.choice import ENGINES, EngineChoice
+from hardneg.engines.dispatch import (
     DEFAULT_MEMORY_BUDGET,
     PreparedLoss,
     full_precision,
@@ -28,6 +28,8 @@ from hardneg.loss_engines import (
     pair_loss,
     two_view_loss,
 )
+from hardneg.engines.tiled.fused import require_triton
+from hardneg.functional import resolve_objective
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.oracle import CollisionFree
 from hardneg.negatives.subsample import Subsample
@@ -35,8 +37,6 @@ from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
 from hardneg.reduction import LossOutput, check_reduction
 from hardneg.scores import Scores
-from hardneg.tiled.choice import ENGINES, EngineChoice
-from hardneg.tiled.fused import require_triton
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "ContrastiveLoss"]
 
@@ -73,7 +73,8 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
             :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
             ``labels`` in every call.
         memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, ~B = 8000 in SimCLR's
-            layout); beyond it the tiled engine (:mod:`hardneg.tiled`: memory O((A + N)·d + tile²), the
+            layout); beyond it the tiled engine (:mod:`hardneg.engines.tiled`: memory O((A + N)·d + tile²),
+            the
             same values and gradients; ``0`` always tiles) for the distributions stating per-tile weights
             (:mod:`hardneg.negatives.tiling`: Uniform, Hard, OT) with the row-reducible objectives
             (InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet); others raise, saying why.
@@ -90,7 +91,7 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
             layout); gathered for K-subsampled negatives with ``8·K ≤ N``; ``"materialised"``
             (``ValueError`` beyond the budget), ``"tiled"``, ``"gathered"`` force one (:meth:`engine_for`);
             ``"fused"`` (opt-in, never chosen by ``"auto"``; the ``gpu`` extra: triton) is the tiled
-            engine with one fused Triton kernel per pass (:mod:`hardneg.tiled.fused`), falling back
+            engine with one fused Triton kernel per pass (:mod:`hardneg.engines.tiled.fused`), falling back
             to the tiled or gathered engine, with the reason, for what its kernel does not express.
         validate: check the values (finite embeddings, no empty row of ``mask``, the logit range of
             unnormalised embeddings, a negative for every anchor) in one host read per call.
@@ -180,7 +181,7 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
 
     @property
     def prepared(self) -> PreparedLoss:
-        """The settings as the engines read them (:class:`~hardneg.loss_engines.PreparedLoss`),
+        """The settings as the engines read them (:class:`~hardneg.engines.dispatch.PreparedLoss`),
         made once and again only after a setting is assigned."""
         p = self.__dict__.get("_prepared")
         if p is None:
@@ -204,22 +205,25 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
         device: str | torch.device = "cpu",
         *,
         num_valid: int | None = None,
+        two_views: bool = False,
     ) -> EngineChoice:
         """Which engine computes an (A, N) batch, its tile side and why:
-        :func:`hardneg.tiled.choice.choose_engine` with this loss's settings (reasons ``"memory
+        :func:`hardneg.engines.choice.choose_engine` with this loss's settings (reasons ``"memory
         budget"``, ``"speed crossover (…)"``, ``"K-subsampled (…)"``, ``"forced"``, ``"below the
         speed crossover (…)"``, ``"not supported by the tiled engine"``, ``"not supported by the
-        fused kernel (…)"``; the crossovers are
-        :data:`~hardneg.tiled.choice.SPEED_CROSSOVER` and
-        :data:`~hardneg.tiled.choice.GATHER_CROSSOVER`). Every engine gives the same values and
+        fused kernel (…)"``, with ``two_views=True`` ``"small batch (…)"``; the crossovers are
+        :data:`~hardneg._numerics.thresholds.THRESHOLDS`' ``speed_crossover`` and
+        ``gather_crossover``). Every engine gives the same values and
         gradients; the tiled one is the online-softmax recurrence (Milakov & Gimelshein,
         arXiv:1805.02867, 2018) over tiles, as in Inf-CL (Cheng et al., arXiv:2410.17243, 2024,
         §3). ``num_valid``: the most valid candidates an anchor has (2B − 2 in SimCLR's layout);
         a ``Subsample`` with K ≥ ``num_valid`` counts as its base. SimCLR's layout, B per view:
         ``engine_for(2 * B, 2 * B)`` (times the world size for gathered candidates); :meth:`pair`:
         ``engine_for(A, N)``; ``dtype``: the embeddings'. Returns an
-        :class:`~hardneg.tiled.choice.EngineChoice` ``(engine, tile, reason)``."""
-        return self.prepared.engine_for(num_anchors, num_candidates, dtype, device, num_valid=num_valid)
+        :class:`~hardneg.engines.choice.EngineChoice` ``(engine, tile, reason)``."""
+        return self.prepared.engine_for(
+            num_anchors, num_candidates, dtype, device, num_valid=num_valid, two_views=two_views
+        )
 
     # -- one forward per layout: the loss, or a LossOutput with details=True --------------------
     @overload

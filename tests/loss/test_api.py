@@ -67,8 +67,8 @@ def test_simclr_layout_forward_equals_detailed_and_scores(name: str, budget: int
     _same(new, old)
     plain = _run(lambda a, b: loss_fn(a, b, generator=_gen()), [z1, z2])
     if name == "hard_debiased" and budget is None:
-        # the plain call of a small batch is one fused node (hardneg.fused_simclr): equal up to
-        # float rounding, not bit for bit (tests/loss/test_fused_simclr.py)
+        # the plain call of a small batch is one fused node (hardneg.engines.fused_node): equal up to
+        # float rounding, not bit for bit (tests/engines/test_fused_node.py)
         torch.testing.assert_close(plain[0], new[0].loss, rtol=1e-12, atol=0)  # type: ignore[union-attr]
         for x, y in zip(plain[1], new[1], strict=True):
             torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-14)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from hardneg._lse import masked_logsumexp
-from hardneg._ramp import Ramp
+from hardneg._numerics.lse import masked_logsumexp
+from hardneg.negatives.ramp import Ramp
 from hardneg.scores import Scores
 
 __all__ = ["WeightedScores"]
