@@ -11,7 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from hardneg._deprecated import install as _install_moved_modules
+
 __version__ = "0.2.0"
+_install_moved_modules()  # the old module paths of hardneg._deprecated.MODULES, with a warning
 
 _WHERE = {
     "BetaAnnealing": "hardneg.schedules",

@@ -21,6 +21,7 @@ module            ``data.dataset``                            kind              
 from hardneg.modalities.articles import Articles
 from hardneg.modalities.base import (
     EvalResult,
+    EvaluateOption,
     IdentityViews,
     ImageViews,
     Modality,
@@ -37,7 +38,9 @@ from hardneg.modalities.latent import Latent
 from hardneg.modalities.sentences import Sentences
 
 __all__ = [
+    "DEFAULT_DATASET",
     "EvalResult",
+    "EvaluateOption",
     "IdentityViews",
     "ImageViews",
     "Modality",
@@ -48,6 +51,9 @@ __all__ = [
     "get_modality",
     "register_modality",
 ]
+
+#: The ``data.dataset`` of a config that names none (the shared schema names no data set).
+DEFAULT_DATASET = "digits"
 
 for _plugin in (Images(), Latent(), Graphs(), Articles(), Sentences()):
     if not set(_plugin.datasets) & set(dataset_names()):  # a user's registration wins

@@ -6,8 +6,8 @@ and objectives by name), ``build`` (config → loss, LightningModule, callbacks)
 LightningModule: the one training loop), ``data`` (the Lightning data module), ``engine`` (the
 Trainer), ``experiment`` (train / evaluate a run), ``run_folder`` and ``checkpoints`` (its files),
 ``groups`` (compare and sweep: one runner for groups of runs), ``paired`` (seed-paired
-statistics), ``callbacks``, ``evaluation`` (the engine's readouts), ``history`` (the per-epoch
-``metrics.csv``).
+statistics), ``callbacks``, ``history`` (the per-epoch ``metrics.csv``). The engine's readouts
+(the evaluation of the modalities that have none of their own) are :mod:`hardneg.modalities.readouts`.
 
 Submodules are imported lazily (``hardneg.pipeline.experiment`` pulls in Lightning), so
 ``import hardneg.pipeline`` stays cheap.
