@@ -6,8 +6,7 @@ One method per layout of the scores (docs/loss_api.md), each returning the loss,
 :meth:`~ContrastiveLoss.multi_positive` (several positives per anchor) and, the low-level entry,
 :meth:`~ContrastiveLoss.compute` on precomputed :class:`Scores`; MoCo's queue is a wrapper,
 :class:`hardneg.queue.QueueLoss`. The settings become one :class:`~hardneg.loss_engines.PreparedLoss`,
-which :mod:`hardneg.loss_engines` hands to the materialised, tiled or gathered engine. The 0.1 names
-(``detailed``, ``pair_forward``, …) warn and are removed in 0.3 (:mod:`hardneg._loss_aliases`).
+which :mod:`hardneg.loss_engines` hands to the materialised, tiled or gathered engine.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from typing import Any, Literal, overload
 import torch
 from torch import Tensor, nn
 
-from hardneg._loss_aliases import DeprecatedAliases
 from hardneg._validation import check_in_interval, check_temperature
 from hardneg.functional import resolve_objective
 from hardneg.loss_engines import (
@@ -45,7 +43,7 @@ _G = torch.Generator | None
 _SETTINGS = frozenset(PreparedLoss.__dataclass_fields__)  # assigning one re-prepares the loss
 
 
-class ContrastiveLoss(DeprecatedAliases, nn.Module):
+class ContrastiveLoss(nn.Module):
     """Contrastive loss with a controllable negative distribution.
 
     ``ContrastiveLoss(temperature=0.5)`` is SimCLR's NT-Xent; ``tau_plus > 0`` is the debiased

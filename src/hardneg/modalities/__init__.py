@@ -61,13 +61,8 @@ for _plugin in (Images(), Latent(), Graphs(), Articles(), Sentences()):
 
 
 def __getattr__(name: str) -> object:
-    """The 0.2 import path of the config sections (``hardneg.modalities.DataSection``), with a warning."""
-    if name in ("DataSection", "EvalSection"):
-        import warnings
+    """The 0.2 import path of the config sections (``hardneg.modalities.DataSection``), with a
+    warning (:data:`hardneg._deprecated.NAMES`)."""
+    from hardneg._deprecated import moved_name
 
-        import hardneg.config
-
-        warnings.warn(f"import {name} from hardneg.config (its one import path); hardneg.modalities' "
-                      "re-export is removed in 0.4", DeprecationWarning, stacklevel=2)
-        return getattr(hardneg.config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)

@@ -748,18 +748,9 @@ def dump_yaml(cfg: RunConfig) -> str:
     return yaml.safe_dump(config_to_dict(cfg), sort_keys=False)
 
 
-_MOVED = frozenset({"CompareConfig", "ConfigError", "DataSection", "EvalSection", "LossConfig", "MocoConfig",
-                    "MocoSection", "ModelSection", "RunConfig", "SweepConfig", "TrainConfig"})
-
-
 def __getattr__(name: str) -> Any:
-    """The config vocabulary's 0.2 import path (``hardneg.pipeline.config.X``), with a warning."""
-    if name in _MOVED:
-        import warnings
+    """The config vocabulary's 0.2 import path (``hardneg.pipeline.config.X``), with a warning
+    (:data:`hardneg._deprecated.NAMES`)."""
+    from hardneg._deprecated import moved_name
 
-        import hardneg.config
-
-        warnings.warn(f"import {name} from hardneg.config (its one import path); hardneg.pipeline.config's "
-                      "re-export is removed in 0.4", DeprecationWarning, stacklevel=2)
-        return getattr(hardneg.config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)
