@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from hardneg._deprecated import install as _install_moved_modules
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 _install_moved_modules()  # the old module paths of hardneg._deprecated.MODULES, with a warning
 
 _WHERE = {
@@ -75,4 +75,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names (``__all__``) and the module's dunders: no helper of this file."""
+    return sorted({n for n in globals() if n.startswith("__") and n.endswith("__")} | set(__all__))

@@ -56,6 +56,8 @@ NAMES: dict[str, tuple[str, str]] = {
     # the config vocabulary has one import path, hardneg.config
     **{f"hardneg.pipeline.config.{name}": ("hardneg.config", "0.4") for name in _CONFIG},
     **{f"hardneg.modalities.{name}": ("hardneg.config", "0.4") for name in ("DataSection", "EvalSection")},
+    # a modality registers through hardneg.modalities only
+    "hardneg.pipeline.register_modality": ("hardneg.modalities", "0.4"),
 }
 
 

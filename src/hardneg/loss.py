@@ -50,14 +50,23 @@ class ContrastiveLoss(nn.Module):
     loss (Chuang et al., NeurIPS 2020); ``negatives=Hard(beta)`` with ``tau_plus`` is the hard-negative
     objective of Robinson et al. (ICLR 2021), eq. (4).
 
-    K-subsampling and collision-free negatives are wrapped around ``negatives`` here and only here
-    (:class:`~hardneg.negatives.CollisionFree` inside :class:`~hardneg.negatives.Subsample`). Every
-    call takes ``generator=``, the only randomness (K-subsampling): a per-step generator reproduces.
+    A setting has one spelling: the composition of a negative distribution and an objective.
+    ``tau_plus``, ``num_negatives`` and ``collision_free`` are exact shorthands of one composition
+    each (same values and gradients, tested):
+
+    - ``tau_plus=τ`` is ``objective=Debiased(tau_plus=τ)`` (``0``: the default objective, InfoNCE);
+    - ``num_negatives=K`` is ``negatives=Subsample(num_negatives=K, base=negatives)``;
+    - ``collision_free=True`` is ``negatives=CollisionFree(base=negatives)``, inside the
+      ``Subsample`` when both are given.
+
+    Every call takes ``generator=``, the only randomness (K-subsampling): a per-step generator
+    reproduces.
 
     Args:
         temperature: t ∈ [1e-4, 1e4]; logits are ``⟨a, c⟩ / t``.
-        tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased estimator (ignored if ``objective``
-            is given — pass it to the objective instead).
+        tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased estimator: shorthand of
+            ``objective=Debiased(tau_plus)``. With ``objective`` given it must be ``0``
+            (``ValueError``: the prior belongs to the objective, ``Debiased(tau_plus)``).
         negatives: a :class:`~hardneg.negatives.NegativeDistribution` (default uniform).
         objective: an :class:`~hardneg.objectives.Objective` (default: InfoNCE when
             ``tau_plus == 0``, else :class:`~hardneg.objectives.Debiased`).
@@ -65,10 +74,10 @@ class ContrastiveLoss(nn.Module):
             embeddings (graphs, sentences), typically with ``Hard(rescale=True)``.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
         num_negatives: K — keep K negatives per anchor, drawn uniformly without replacement from
-            its valid candidates, independently per anchor (Ash et al., AISTATS 2022, §4): wraps
-            ``negatives`` in :class:`~hardneg.negatives.Subsample`. ``None`` keeps all.
-        collision_free: drop candidates sharing the anchor's label (oracle negatives, wraps in
-            :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
+            its valid candidates, independently per anchor (Ash et al., AISTATS 2022, §4):
+            shorthand of ``negatives=Subsample(num_negatives=K, base=negatives)``. ``None`` keeps all.
+        collision_free: drop candidates sharing the anchor's label (oracle negatives): shorthand of
+            ``negatives=CollisionFree(base=negatives)``, applied before the K-subsampling. Needs
             ``labels`` in every call.
         memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, ~B = 8000 in SimCLR's
             layout); beyond it the tiled engine (:mod:`hardneg.tiled`: memory O((A + N)·d + tile²), the

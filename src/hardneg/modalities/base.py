@@ -117,7 +117,6 @@ __all__ = [
     "dataset_names",
     "evaluate_owners",
     "get_modality",
-    "register_modality",
     "trains_with_own_step",
 ]
 

@@ -24,7 +24,6 @@ __all__ = [
     "build_loss",
     "build_module",
     "evaluate_run",
-    "register_modality",
     "register_negatives",
     "register_objective",
     "run_compare",
@@ -41,7 +40,6 @@ _WHERE = {
     "build_module": "hardneg.pipeline.build",
     "register_negatives": "hardneg.pipeline.registry",
     "register_objective": "hardneg.pipeline.registry",
-    "register_modality": "hardneg.modalities.base",
     "run_compare": "hardneg.pipeline.groups",
     "run_sweep": "hardneg.pipeline.groups",
 }
@@ -50,4 +48,6 @@ _WHERE = {
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'hardneg.pipeline' has no attribute {name!r}")
+    from hardneg._deprecated import moved_name  # register_modality's 0.2 path
+
+    return moved_name(__name__, name)
