@@ -19,8 +19,8 @@ from pathlib import Path
 # TRITON_INTERPRET=0 in the environment keeps the compiled kernels (a machine with a GPU).
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import pytest  # noqa: E402
-from hypothesis import settings  # noqa: E402
+import pytest
+from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)

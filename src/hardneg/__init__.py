@@ -11,11 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hardneg import _deprecated
+from hardneg._deprecated import install as _install_moved_modules
 
-_deprecated.install()  # old import paths (hardneg.tiled) warn and alias their new modules until 0.4
-
-__version__ = "0.2.0"
+__version__ = "0.3.0"
+_install_moved_modules()  # old module paths (hardneg._deprecated.MODULES: hardneg.tiled, ...) warn until 0.4
 
 _WHERE = {
     "BetaAnnealing": "hardneg.schedules",
@@ -77,4 +76,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names (``__all__``) and the module's dunders: no helper of this file."""
+    return sorted({n for n in globals() if n.startswith("__") and n.endswith("__")} | set(__all__))

@@ -9,8 +9,6 @@
 torch.Size([])
 >>> functional.contrastive_loss(z1, z2, details=True).per_anchor.shape   # as ContrastiveLoss
 torch.Size([16])
-
-``contrastive_loss_detailed`` (0.1's name) warns and is removed in 0.3.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from typing import Literal, overload
 import torch
 from torch import Tensor
 
-from hardneg import _warnings
 from hardneg.engines.materialised import loss_from_scores
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.objectives.base import Objective
@@ -31,7 +28,6 @@ from hardneg.scores import simclr_scores
 
 __all__ = [
     "contrastive_loss",
-    "contrastive_loss_detailed",
     "default_objective",
     "loss_from_scores",
     "resolve_objective",
@@ -186,60 +182,3 @@ def contrastive_loss(
         normalize=normalize, reduction=reduction, labels=labels, diagnostics=details, generator=generator,
     )
     return out if details else out.loss
-
-
-def contrastive_loss_detailed(
-    z1: Tensor,
-    z2: Tensor,
-    *,
-    temperature: float = 0.5,
-    tau_plus: float = 0.0,
-    negatives: NegativeDistribution | None = None,
-    objective: Objective | None = None,
-    normalize: bool = True,
-    reduction: str = "mean",
-    labels: Tensor | None = None,
-    diagnostics: bool = True,
-    generator: torch.Generator | None = None,
-) -> LossOutput:
-    """Deprecated (removed in 0.3): ``contrastive_loss(..., details=True)``, the name
-    :class:`~hardneg.ContrastiveLoss` uses. ``diagnostics=False`` leaves the diagnostics empty.
-
-    Args:
-        z1: the first views.
-        z2: the second views, row-aligned with ``z1``.
-        temperature: as :func:`contrastive_loss`.
-        tau_plus: as :func:`contrastive_loss`.
-        negatives: as :func:`contrastive_loss`.
-        objective: as :func:`contrastive_loss`.
-        normalize: as :func:`contrastive_loss`.
-        reduction: as :func:`contrastive_loss`.
-        labels: as :func:`contrastive_loss`.
-        diagnostics: fill the diagnostics (default ``True``).
-        generator: as :func:`contrastive_loss`.
-
-    Shapes:
-        ``z1``, ``z2`` (B, d) → a :class:`~hardneg.reduction.LossOutput` with per-anchor losses (2B,).
-
-    References:
-        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
-        Visual Representations", ICML 2020, eq. (1) (NT-Xent); Chuang, Robinson, Lin, Torralba
-        and Jegelka, "Debiased Contrastive Learning", NeurIPS 2020, §3.
-
-    Example:
-        >>> import warnings
-        >>> with warnings.catch_warnings(record=True) as caught:
-        ...     warnings.simplefilter("always")
-        ...     out = contrastive_loss_detailed(torch.randn(4, 3), torch.randn(4, 3))
-        >>> caught[0].category.__name__, out.per_anchor.shape
-        ('DeprecationWarning', torch.Size([8]))
-    """
-    _warnings.warn(
-        "hardneg.functional.contrastive_loss_detailed is deprecated; use "
-        "contrastive_loss(..., details=True) — removed in 0.3",
-        DeprecationWarning,
-    )
-    return _two_view_loss(
-        z1, z2, temperature=temperature, tau_plus=tau_plus, negatives=negatives, objective=objective,
-        normalize=normalize, reduction=reduction, labels=labels, diagnostics=diagnostics, generator=generator,
-    )

@@ -6,8 +6,7 @@ One method per layout of the scores (docs/loss_api.md), each returning the loss,
 :meth:`~ContrastiveLoss.multi_positive` (several positives per anchor) and, the low-level entry,
 :meth:`~ContrastiveLoss.compute` on precomputed :class:`Scores`; MoCo's queue is a wrapper,
 :class:`hardneg.queue.QueueLoss`. The settings become one :class:`~hardneg.engines.dispatch.PreparedLoss`,
-which :mod:`hardneg.engines.dispatch` hands to the materialised, tiled or gathered engine. The 0.1 names
-(``detailed``, ``pair_forward``, …) warn and are removed in 0.3 (:mod:`hardneg._loss_aliases`).
+which :mod:`hardneg.engines.dispatch` hands to the materialised, tiled or gathered engine.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from typing import Any, Literal, overload
 import torch
 from torch import Tensor, nn
 
-from hardneg._loss_aliases import DeprecatedAliases
 from hardneg._validation import check_in_interval, check_temperature
 from hardneg.engines.choice import ENGINES, EngineChoice
 from hardneg.engines.dispatch import (
@@ -45,21 +43,30 @@ _G = torch.Generator | None
 _SETTINGS = frozenset(PreparedLoss.__dataclass_fields__)  # assigning one re-prepares the loss
 
 
-class ContrastiveLoss(DeprecatedAliases, nn.Module):
+class ContrastiveLoss(nn.Module):
     """Contrastive loss with a controllable negative distribution.
 
     ``ContrastiveLoss(temperature=0.5)`` is SimCLR's NT-Xent; ``tau_plus > 0`` is the debiased
     loss (Chuang et al., NeurIPS 2020); ``negatives=Hard(beta)`` with ``tau_plus`` is the hard-negative
     objective of Robinson et al. (ICLR 2021), eq. (4).
 
-    K-subsampling and collision-free negatives are wrapped around ``negatives`` here and only here
-    (:class:`~hardneg.negatives.CollisionFree` inside :class:`~hardneg.negatives.Subsample`). Every
-    call takes ``generator=``, the only randomness (K-subsampling): a per-step generator reproduces.
+    A setting has one spelling: the composition of a negative distribution and an objective.
+    ``tau_plus``, ``num_negatives`` and ``collision_free`` are exact shorthands of one composition
+    each (same values and gradients, tested):
+
+    - ``tau_plus=τ`` is ``objective=Debiased(tau_plus=τ)`` (``0``: the default objective, InfoNCE);
+    - ``num_negatives=K`` is ``negatives=Subsample(num_negatives=K, base=negatives)``;
+    - ``collision_free=True`` is ``negatives=CollisionFree(base=negatives)``, inside the
+      ``Subsample`` when both are given.
+
+    Every call takes ``generator=``, the only randomness (K-subsampling): a per-step generator
+    reproduces.
 
     Args:
         temperature: t ∈ [1e-4, 1e4]; logits are ``⟨a, c⟩ / t``.
-        tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased estimator (ignored if ``objective``
-            is given — pass it to the objective instead).
+        tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased estimator: shorthand of
+            ``objective=Debiased(tau_plus)``. With ``objective`` given it must be ``0``
+            (``ValueError``: the prior belongs to the objective, ``Debiased(tau_plus)``).
         negatives: a :class:`~hardneg.negatives.NegativeDistribution` (default uniform).
         objective: an :class:`~hardneg.objectives.Objective` (default: InfoNCE when
             ``tau_plus == 0``, else :class:`~hardneg.objectives.Debiased`).
@@ -67,15 +74,15 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
             embeddings (graphs, sentences), typically with ``Hard(rescale=True)``.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
         num_negatives: K — keep K negatives per anchor, drawn uniformly without replacement from
-            its valid candidates, independently per anchor (Ash et al., AISTATS 2022, §4): wraps
-            ``negatives`` in :class:`~hardneg.negatives.Subsample`. ``None`` keeps all.
-        collision_free: drop candidates sharing the anchor's label (oracle negatives, wraps in
-            :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
+            its valid candidates, independently per anchor (Ash et al., AISTATS 2022, §4):
+            shorthand of ``negatives=Subsample(num_negatives=K, base=negatives)``. ``None`` keeps all.
+        collision_free: drop candidates sharing the anchor's label (oracle negatives): shorthand of
+            ``negatives=CollisionFree(base=negatives)``, applied before the K-subsampling. Needs
             ``labels`` in every call.
         memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, ~B = 8000 in SimCLR's
-            layout); beyond it the tiled engine (:mod:`hardneg.engines.tiled`: memory O((A + N)·d + tile²),
-            the
-            same values and gradients; ``0`` always tiles) for the distributions stating per-tile weights
+            layout); beyond it the tiled engine (:mod:`hardneg.engines.tiled`: memory
+            O((A + N)·d + tile²), the same values and gradients; ``0`` always tiles) for the
+            distributions stating per-tile weights
             (:mod:`hardneg.negatives.tiling`: Uniform, Hard, OT) with the row-reducible objectives
             (InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet); others raise, saying why.
         tile_size: override the tile side derived from ``memory_budget``.

@@ -47,7 +47,7 @@ def _public_modules() -> set[str]:
     """The loss layer (every module ``import hardneg`` exposes), supervised, and the integrations."""
     required = {f"hardneg.{name}" for name in hardneg._SUBMODULES} | set(hardneg._WHERE.values())
     required.add("hardneg.supervised")
-    required -= set(_deprecated.REGISTRY)  # old paths: documented on their new module's page
+    required -= set(_deprecated.MODULES)  # old paths: documented on their new module's page
     integrations = importlib.import_module("hardneg.integrations")
     required |= {f"hardneg.integrations.{m.name}" for m in pkgutil.iter_modules(integrations.__path__)
                  if not m.name.startswith("_")}
