@@ -91,7 +91,7 @@ def _child(b: int, chunked: bool, cap_gib: float, threads: int) -> dict[str, obj
         f"torch.set_num_threads({threads})\n"
         "sys.path.insert(0, 'benchmarks')\n"
         "from bench_gradcache import step\n"
-        "import hardneg, hardneg.gradcache, hardneg.tiled\n"
+        "import hardneg, hardneg.gradcache, hardneg.engines.tiled\n"
         "size = int([l for l in open('/proc/self/status') if l.startswith('VmSize')][0].split()[1]) * 1024\n"
         f"cap = size + int({cap_gib} * 2**30)\n"
         "resource.setrlimit(resource.RLIMIT_AS, (cap, cap))\n"

@@ -2,7 +2,7 @@
 
 Shows the two memory savings that make very large contrastive batches fit:
 
-* ``ContrastiveLoss(memory_budget=0)`` always uses the tiled engine (:mod:`hardneg.tiled`): the
+* ``ContrastiveLoss(memory_budget=0)`` always uses the tiled engine (:mod:`hardneg.engines.tiled`): the
   (2B, 2B) score matrices are never formed — the log-sum-exps over the candidates are streamed
   tile by tile with a recomputing backward — with the same values and gradients;
 * :func:`hardneg.gradcache.grad_cache_step` (Gao, Zhang, Han, Callan, RepL4NLP 2021) runs the
@@ -35,8 +35,8 @@ import torch
 from torch import nn
 
 from hardneg import ContrastiveLoss, negatives
+from hardneg.engines.tiled import materialised_bytes
 from hardneg.gradcache import grad_cache_step
-from hardneg.tiled import materialised_bytes
 
 
 def peak_rss_mib() -> float:

@@ -29,7 +29,7 @@ CORE_DISTRIBUTIONS = {"torch", "numpy"}
 # Modules that a core install (torch, numpy) must import: the loss engine and its README sections.
 CORE_MODULES = (
     "hardneg", "hardneg.loss", "hardneg.functional", "hardneg.negatives", "hardneg.objectives",
-    "hardneg.scores", "hardneg.tiled", "hardneg.queue", "hardneg.gradcache", "hardneg.distributed",
+    "hardneg.scores", "hardneg.engines.tiled", "hardneg.queue", "hardneg.gradcache", "hardneg.distributed",
     "hardneg.supervised", "hardneg.reduction", "hardneg.schedules", "hardneg.seeding",
 )  # fmt: skip
 # Imported only by data readers of packages installed --no-deps (their files are read, not imported),

@@ -14,7 +14,7 @@ import grimp
 import pytest
 
 SEAM = {"hardneg.modalities", "hardneg.modalities.base", "hardneg.modalities.memory",
-        "hardneg.modalities.readouts"}
+        "hardneg.modalities.readouts", "hardneg.modalities.results"}
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hardneg._lse import masked_logsumexp, masked_tilted_lse
+from hardneg._numerics.lse import masked_logsumexp, masked_tilted_lse
 
 
 def test_matches_autograd_logsumexp_and_gradcheck() -> None:
@@ -55,9 +55,9 @@ def _pair_direct(x: torch.Tensor, mask: torch.Tensor, a: float, b: float) -> tor
 
 
 def test_tilted_pair_equals_two_log_sum_exps_and_passes_gradcheck() -> None:
-    """b > a − b: the cancellation-free form (hardneg._lse.tilted_pair) against the difference of
+    """b > a − b: the cancellation-free form (hardneg._numerics.lse.tilted_pair) against the difference of
     two float64 log-sum-exps, its gradient against autograd's, at every size and with an empty row."""
-    from hardneg._lse import cancels
+    from hardneg._numerics.lse import cancels
 
     g = torch.Generator().manual_seed(1)
     x = torch.randn(6, 9, generator=g, dtype=torch.float64, requires_grad=True)

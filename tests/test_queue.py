@@ -247,9 +247,9 @@ def _moco_reference(q: torch.Tensor, k: torch.Tensor, keys: torch.Tensor, t: flo
 def _spy_paths(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Count the pair preparations that took the candidates as they were (not normalised again)
     and the log-sum-exps whose anchors' gradient was accumulated in the forward pass."""
-    import hardneg.loss_engines as engines_mod
+    import hardneg.engines.dispatch as engines_mod
+    import hardneg.engines.tiled.lse as lse_mod
     import hardneg.scores.layouts as layouts_mod
-    import hardneg.tiled.lse as lse_mod
 
     calls = {"kept": 0, "renormalised": 0, "accumulated": 0}
     prepare, accumulate = layouts_mod.prepare_pair, lse_mod.forward_accumulated

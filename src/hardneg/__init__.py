@@ -11,7 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+from hardneg._deprecated import install as _install_moved_modules
+
+__version__ = "0.3.0"
+_install_moved_modules()  # old module paths (hardneg._deprecated.MODULES: hardneg.tiled, ...) warn until 0.4
 
 _WHERE = {
     "BetaAnnealing": "hardneg.schedules",
@@ -24,13 +27,14 @@ _WHERE = {
 }
 _SUBMODULES = (
     "distributed",
+    "engines",
     "functional",
     "gradcache",
     "negatives",
     "objectives",
     "queue",
     "reduction",
-    "tiled",
+    "tiled",  # deprecated: hardneg.engines.tiled (hardneg._deprecated), removed in 0.4
 )
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "__version__",
     "annealed_beta",
     "distributed",
+    "engines",
     "functional",
     "gradcache",
     "negatives",
@@ -49,11 +54,10 @@ __all__ = [
     "queue",
     "reduction",
     "simclr_scores",
-    "tiled",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - static analysers see the eager imports
-    from hardneg import distributed, functional, gradcache, negatives, objectives, queue, reduction, tiled
+    from hardneg import distributed, engines, functional, gradcache, negatives, objectives, queue, reduction
     from hardneg.loss import ContrastiveLoss
     from hardneg.reduction import LossOutput
     from hardneg.schedules import BetaAnnealing, annealed_beta
@@ -72,4 +76,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names (``__all__``) and the module's dunders: no helper of this file."""
+    return sorted({n for n in globals() if n.startswith("__") and n.endswith("__")} | set(__all__))

@@ -53,7 +53,7 @@ EXTRAS: dict[str, dict[str, str]] = {
     "text": {"nltk": "nltk", "gensim": "gensim"},
     "pml": {"pytorch_metric_learning": "pytorch-metric-learning"},
     "sentence-transformers": {"sentence_transformers": "sentence-transformers", "tqdm": "tqdm"},
-    # engine="fused": the Triton tile kernel (hardneg.tiled.triton_lse); torch's CUDA wheels bring it
+    # engine="fused": the Triton tile kernel (hardneg.engines.tiled.triton_lse); torch's CUDA wheels bring it
     "gpu": {"triton": "triton"},
 }
 """extra → {import name: distribution name} of the packages it installs (``all`` is their union,

@@ -9,8 +9,6 @@
 torch.Size([])
 >>> functional.contrastive_loss(z1, z2, details=True).per_anchor.shape   # as ContrastiveLoss
 torch.Size([16])
-
-``contrastive_loss_detailed`` (0.1's name) warns and is removed in 0.3.
 """
 
 from __future__ import annotations
@@ -20,19 +18,16 @@ from typing import Literal, overload
 import torch
 from torch import Tensor
 
-from hardneg import _warnings
-from hardneg._validation import check_rows_nonempty
+from hardneg.engines.materialised import loss_from_scores
 from hardneg.negatives.base import NegativeDistribution
-from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
 from hardneg.objectives.debiased import Debiased
 from hardneg.objectives.nce import InfoNCE
-from hardneg.reduction import LossOutput, check_reduction, negative_diagnostics, reduce
-from hardneg.scores import Scores, simclr_scores
+from hardneg.reduction import LossOutput
+from hardneg.scores import simclr_scores
 
 __all__ = [
     "contrastive_loss",
-    "contrastive_loss_detailed",
     "default_objective",
     "loss_from_scores",
     "resolve_objective",
@@ -80,77 +75,6 @@ def resolve_objective(tau_plus: float, objective: Objective | None) -> Objective
             f"give tau_plus to the objective, not both: got tau_plus={tau_plus!r} and objective={objective!r}"
         )
     return objective
-
-
-def loss_from_scores(
-    scores: Scores,
-    *,
-    negatives: NegativeDistribution | None = None,
-    objective: Objective | None = None,
-    reduction: str = "mean",
-    diagnostics: bool = False,
-    generator: torch.Generator | None = None,
-    validate: bool = True,
-) -> LossOutput:
-    """Steps 2–4 on precomputed :class:`Scores` (any layout: SimCLR, queue, gathered, pairs).
-
-    The negative distribution is evaluated once into a
-    :class:`~hardneg.negatives.WeightedScores`, which the objective and the diagnostics share.
-    ``negatives`` defaults to :class:`~hardneg.negatives.Uniform`, ``objective`` to
-    :class:`~hardneg.objectives.InfoNCE`; ``generator`` feeds random distributions (K-subsampling).
-    Every anchor needs a valid negative: checked with a host read unless the layout established
-    it (``Scores.nonempty``) or ``validate=False`` (:func:`~hardneg._validation.check_rows_nonempty`).
-
-    Args:
-        scores: the batch's :class:`Scores` (step 1).
-        negatives: the negative distribution (default uniform).
-        objective: the objective (default InfoNCE).
-        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
-        diagnostics: fill the :class:`~hardneg.reduction.LossOutput`'s diagnostics.
-        generator: the randomness of random distributions (K-subsampling), or ``None``.
-        validate: check that every anchor has a valid negative (one host read).
-
-    Shapes:
-        :class:`Scores` of (A, N) → a :class:`~hardneg.reduction.LossOutput` with per-anchor
-        losses (A,) and the loss reduced by ``reduction``.
-
-    References:
-        Oord, Li and Vinyals, arXiv:1807.03748, 2018, eq. (4) (InfoNCE); Robinson, Chuang, Sra
-        and Jegelka, "Contrastive Learning with Hard Negative Samples", ICLR 2021, §3, eq. (4)
-        (the weighted negative term); Chuang, Robinson, Lin, Torralba and Jegelka, "Debiased
-        Contrastive Learning", NeurIPS 2020, §3.
-
-    Example:
-        >>> a = torch.nn.functional.normalize(torch.randn(4, 3), dim=1)
-        >>> s = simclr_scores(a, a.flip(0), temperature=0.5)
-        >>> out = loss_from_scores(s, reduction="none")
-        >>> ref = -(s.positive - s.masked_logits().logsumexp(1).logaddexp(s.positive))  # NT-Xent
-        >>> out.per_anchor.shape, torch.allclose(out.per_anchor, ref, atol=1e-5)
-        (torch.Size([8]), True)
-    """
-    check_reduction(reduction)
-    negatives = Uniform() if negatives is None else negatives
-    objective = InfoNCE() if objective is None else objective
-    if scores.positive_mask is not None and not objective.multi_positive:
-        raise ValueError(
-            f"objective {objective!r} is defined for one positive per anchor; scores with several "
-            "positives (positive_mask) need InfoNCE or Debiased with a fixed tau_plus"
-        )
-    prepared = negatives.prepare(scores, generator=generator)
-    if validate and not prepared.nonempty:
-        check_rows_nonempty(prepared.num_valid())
-    weighted = negatives.weigh(prepared)
-    if not torch.compiler.is_compiling():  # a message only; Dynamo before 2.5 breaks on repr
-        weighted.source = weighted.source or repr(negatives)
-    per_anchor = objective(weighted)
-    diag: dict[str, float] = {}
-    if diagnostics:
-        with torch.no_grad():
-            diag = negative_diagnostics(weighted)
-            diag.update({str(k): float(v) for k, v in negatives.diagnostics(weighted).items()})
-            diag.update({str(k): float(v) for k, v in objective.diagnostics(weighted).items()})
-        diag["loss"] = float(per_anchor.detach().mean())
-    return LossOutput(loss=reduce(per_anchor, reduction), per_anchor=per_anchor, diagnostics=diag)
 
 
 def _two_view_loss(
@@ -258,60 +182,3 @@ def contrastive_loss(
         normalize=normalize, reduction=reduction, labels=labels, diagnostics=details, generator=generator,
     )
     return out if details else out.loss
-
-
-def contrastive_loss_detailed(
-    z1: Tensor,
-    z2: Tensor,
-    *,
-    temperature: float = 0.5,
-    tau_plus: float = 0.0,
-    negatives: NegativeDistribution | None = None,
-    objective: Objective | None = None,
-    normalize: bool = True,
-    reduction: str = "mean",
-    labels: Tensor | None = None,
-    diagnostics: bool = True,
-    generator: torch.Generator | None = None,
-) -> LossOutput:
-    """Deprecated (removed in 0.3): ``contrastive_loss(..., details=True)``, the name
-    :class:`~hardneg.ContrastiveLoss` uses. ``diagnostics=False`` leaves the diagnostics empty.
-
-    Args:
-        z1: the first views.
-        z2: the second views, row-aligned with ``z1``.
-        temperature: as :func:`contrastive_loss`.
-        tau_plus: as :func:`contrastive_loss`.
-        negatives: as :func:`contrastive_loss`.
-        objective: as :func:`contrastive_loss`.
-        normalize: as :func:`contrastive_loss`.
-        reduction: as :func:`contrastive_loss`.
-        labels: as :func:`contrastive_loss`.
-        diagnostics: fill the diagnostics (default ``True``).
-        generator: as :func:`contrastive_loss`.
-
-    Shapes:
-        ``z1``, ``z2`` (B, d) → a :class:`~hardneg.reduction.LossOutput` with per-anchor losses (2B,).
-
-    References:
-        Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for Contrastive Learning of
-        Visual Representations", ICML 2020, eq. (1) (NT-Xent); Chuang, Robinson, Lin, Torralba
-        and Jegelka, "Debiased Contrastive Learning", NeurIPS 2020, §3.
-
-    Example:
-        >>> import warnings
-        >>> with warnings.catch_warnings(record=True) as caught:
-        ...     warnings.simplefilter("always")
-        ...     out = contrastive_loss_detailed(torch.randn(4, 3), torch.randn(4, 3))
-        >>> caught[0].category.__name__, out.per_anchor.shape
-        ('DeprecationWarning', torch.Size([8]))
-    """
-    _warnings.warn(
-        "hardneg.functional.contrastive_loss_detailed is deprecated; use "
-        "contrastive_loss(..., details=True) — removed in 0.3",
-        DeprecationWarning,
-    )
-    return _two_view_loss(
-        z1, z2, temperature=temperature, tau_plus=tau_plus, negatives=negatives, objective=objective,
-        normalize=normalize, reduction=reduction, labels=labels, diagnostics=diagnostics, generator=generator,
-    )

@@ -7,7 +7,7 @@ in three:
 
 1. embed the batch chunk by chunk **without** storing activations (``torch.no_grad``);
 2. compute the loss on the detached embeddings and its gradient ``∂L/∂z`` (the loss may itself
-   be tiled, :mod:`hardneg.tiled`, so neither step needs O(B²) memory);
+   be tiled, :mod:`hardneg.engines.tiled`, so neither step needs O(B²) memory);
 3. re-run each chunk's forward pass with gradients and back-propagate ``∂L/∂z_chunk`` into the
    parameters (``z_chunk.backward(grad_chunk)``), i.e. ``∂L/∂θ = Σ_chunks (∂z_chunk/∂θ)ᵀ ∂L/∂z_chunk``.
 

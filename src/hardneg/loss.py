@@ -5,9 +5,8 @@ One method per layout of the scores (docs/loss_api.md), each returning the loss,
 :meth:`~ContrastiveLoss.pair` (given positives, a separate candidate pool),
 :meth:`~ContrastiveLoss.multi_positive` (several positives per anchor) and, the low-level entry,
 :meth:`~ContrastiveLoss.compute` on precomputed :class:`Scores`; MoCo's queue is a wrapper,
-:class:`hardneg.queue.QueueLoss`. The settings become one :class:`~hardneg.loss_engines.PreparedLoss`,
-which :mod:`hardneg.loss_engines` hands to the materialised, tiled or gathered engine. The 0.1 names
-(``detailed``, ``pair_forward``, …) warn and are removed in 0.3 (:mod:`hardneg._loss_aliases`).
+:class:`hardneg.queue.QueueLoss`. The settings become one :class:`~hardneg.engines.dispatch.PreparedLoss`,
+which :mod:`hardneg.engines.dispatch` hands to the materialised, tiled or gathered engine.
 """
 
 from __future__ import annotations
@@ -17,10 +16,9 @@ from typing import Any, Literal, overload
 import torch
 from torch import Tensor, nn
 
-from hardneg._loss_aliases import DeprecatedAliases
 from hardneg._validation import check_in_interval, check_temperature
-from hardneg.functional import resolve_objective
-from hardneg.loss_engines import (
+from hardneg.engines.choice import ENGINES, EngineChoice
+from hardneg.engines.dispatch import (
     DEFAULT_MEMORY_BUDGET,
     PreparedLoss,
     full_precision,
@@ -28,6 +26,8 @@ from hardneg.loss_engines import (
     pair_loss,
     two_view_loss,
 )
+from hardneg.engines.tiled.fused import require_triton
+from hardneg.functional import resolve_objective
 from hardneg.negatives.base import NegativeDistribution
 from hardneg.negatives.oracle import CollisionFree
 from hardneg.negatives.subsample import Subsample
@@ -35,8 +35,6 @@ from hardneg.negatives.uniform import Uniform
 from hardneg.objectives.base import Objective
 from hardneg.reduction import LossOutput, check_reduction
 from hardneg.scores import Scores
-from hardneg.tiled.choice import ENGINES, EngineChoice
-from hardneg.tiled.fused import require_triton
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "ContrastiveLoss"]
 
@@ -45,21 +43,30 @@ _G = torch.Generator | None
 _SETTINGS = frozenset(PreparedLoss.__dataclass_fields__)  # assigning one re-prepares the loss
 
 
-class ContrastiveLoss(DeprecatedAliases, nn.Module):
+class ContrastiveLoss(nn.Module):
     """Contrastive loss with a controllable negative distribution.
 
     ``ContrastiveLoss(temperature=0.5)`` is SimCLR's NT-Xent; ``tau_plus > 0`` is the debiased
     loss (Chuang et al., NeurIPS 2020); ``negatives=Hard(beta)`` with ``tau_plus`` is the hard-negative
     objective of Robinson et al. (ICLR 2021), eq. (4).
 
-    K-subsampling and collision-free negatives are wrapped around ``negatives`` here and only here
-    (:class:`~hardneg.negatives.CollisionFree` inside :class:`~hardneg.negatives.Subsample`). Every
-    call takes ``generator=``, the only randomness (K-subsampling): a per-step generator reproduces.
+    A setting has one spelling: the composition of a negative distribution and an objective.
+    ``tau_plus``, ``num_negatives`` and ``collision_free`` are exact shorthands of one composition
+    each (same values and gradients, tested):
+
+    - ``tau_plus=τ`` is ``objective=Debiased(tau_plus=τ)`` (``0``: the default objective, InfoNCE);
+    - ``num_negatives=K`` is ``negatives=Subsample(num_negatives=K, base=negatives)``;
+    - ``collision_free=True`` is ``negatives=CollisionFree(base=negatives)``, inside the
+      ``Subsample`` when both are given.
+
+    Every call takes ``generator=``, the only randomness (K-subsampling): a per-step generator
+    reproduces.
 
     Args:
         temperature: t ∈ [1e-4, 1e4]; logits are ``⟨a, c⟩ / t``.
-        tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased estimator (ignored if ``objective``
-            is given — pass it to the objective instead).
+        tau_plus: class prior τ⁺ ∈ [0, 1) of the debiased estimator: shorthand of
+            ``objective=Debiased(tau_plus)``. With ``objective`` given it must be ``0``
+            (``ValueError``: the prior belongs to the objective, ``Debiased(tau_plus)``).
         negatives: a :class:`~hardneg.negatives.NegativeDistribution` (default uniform).
         objective: an :class:`~hardneg.objectives.Objective` (default: InfoNCE when
             ``tau_plus == 0``, else :class:`~hardneg.objectives.Debiased`).
@@ -67,14 +74,15 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
             embeddings (graphs, sentences), typically with ``Hard(rescale=True)``.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
         num_negatives: K — keep K negatives per anchor, drawn uniformly without replacement from
-            its valid candidates, independently per anchor (Ash et al., AISTATS 2022, §4): wraps
-            ``negatives`` in :class:`~hardneg.negatives.Subsample`. ``None`` keeps all.
-        collision_free: drop candidates sharing the anchor's label (oracle negatives, wraps in
-            :class:`~hardneg.negatives.CollisionFree`; applied before the K-subsampling). Needs
+            its valid candidates, independently per anchor (Ash et al., AISTATS 2022, §4):
+            shorthand of ``negatives=Subsample(num_negatives=K, base=negatives)``. ``None`` keeps all.
+        collision_free: drop candidates sharing the anchor's label (oracle negatives): shorthand of
+            ``negatives=CollisionFree(base=negatives)``, applied before the K-subsampling. Needs
             ``labels`` in every call.
         memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, ~B = 8000 in SimCLR's
-            layout); beyond it the tiled engine (:mod:`hardneg.tiled`: memory O((A + N)·d + tile²), the
-            same values and gradients; ``0`` always tiles) for the distributions stating per-tile weights
+            layout); beyond it the tiled engine (:mod:`hardneg.engines.tiled`: memory
+            O((A + N)·d + tile²), the same values and gradients; ``0`` always tiles) for the
+            distributions stating per-tile weights
             (:mod:`hardneg.negatives.tiling`: Uniform, Hard, OT) with the row-reducible objectives
             (InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet); others raise, saying why.
         tile_size: override the tile side derived from ``memory_budget``.
@@ -90,7 +98,7 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
             layout); gathered for K-subsampled negatives with ``8·K ≤ N``; ``"materialised"``
             (``ValueError`` beyond the budget), ``"tiled"``, ``"gathered"`` force one (:meth:`engine_for`);
             ``"fused"`` (opt-in, never chosen by ``"auto"``; the ``gpu`` extra: triton) is the tiled
-            engine with one fused Triton kernel per pass (:mod:`hardneg.tiled.fused`), falling back
+            engine with one fused Triton kernel per pass (:mod:`hardneg.engines.tiled.fused`), falling back
             to the tiled or gathered engine, with the reason, for what its kernel does not express.
         validate: check the values (finite embeddings, no empty row of ``mask``, the logit range of
             unnormalised embeddings, a negative for every anchor) in one host read per call.
@@ -180,7 +188,7 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
 
     @property
     def prepared(self) -> PreparedLoss:
-        """The settings as the engines read them (:class:`~hardneg.loss_engines.PreparedLoss`),
+        """The settings as the engines read them (:class:`~hardneg.engines.dispatch.PreparedLoss`),
         made once and again only after a setting is assigned."""
         p = self.__dict__.get("_prepared")
         if p is None:
@@ -204,22 +212,25 @@ class ContrastiveLoss(DeprecatedAliases, nn.Module):
         device: str | torch.device = "cpu",
         *,
         num_valid: int | None = None,
+        two_views: bool = False,
     ) -> EngineChoice:
         """Which engine computes an (A, N) batch, its tile side and why:
-        :func:`hardneg.tiled.choice.choose_engine` with this loss's settings (reasons ``"memory
+        :func:`hardneg.engines.choice.choose_engine` with this loss's settings (reasons ``"memory
         budget"``, ``"speed crossover (…)"``, ``"K-subsampled (…)"``, ``"forced"``, ``"below the
         speed crossover (…)"``, ``"not supported by the tiled engine"``, ``"not supported by the
-        fused kernel (…)"``; the crossovers are
-        :data:`~hardneg.tiled.choice.SPEED_CROSSOVER` and
-        :data:`~hardneg.tiled.choice.GATHER_CROSSOVER`). Every engine gives the same values and
+        fused kernel (…)"``, with ``two_views=True`` ``"small batch (…)"``; the crossovers are
+        :data:`~hardneg._numerics.thresholds.THRESHOLDS`' ``speed_crossover`` and
+        ``gather_crossover``). Every engine gives the same values and
         gradients; the tiled one is the online-softmax recurrence (Milakov & Gimelshein,
         arXiv:1805.02867, 2018) over tiles, as in Inf-CL (Cheng et al., arXiv:2410.17243, 2024,
         §3). ``num_valid``: the most valid candidates an anchor has (2B − 2 in SimCLR's layout);
         a ``Subsample`` with K ≥ ``num_valid`` counts as its base. SimCLR's layout, B per view:
         ``engine_for(2 * B, 2 * B)`` (times the world size for gathered candidates); :meth:`pair`:
         ``engine_for(A, N)``; ``dtype``: the embeddings'. Returns an
-        :class:`~hardneg.tiled.choice.EngineChoice` ``(engine, tile, reason)``."""
-        return self.prepared.engine_for(num_anchors, num_candidates, dtype, device, num_valid=num_valid)
+        :class:`~hardneg.engines.choice.EngineChoice` ``(engine, tile, reason)``."""
+        return self.prepared.engine_for(
+            num_anchors, num_candidates, dtype, device, num_valid=num_valid, two_views=two_views
+        )
 
     # -- one forward per layout: the loss, or a LossOutput with details=True --------------------
     @overload

@@ -241,8 +241,7 @@ class MemoryQueue(nn.Module):
 class PairLoss(Protocol):
     """What :class:`QueueLoss` needs of its loss: :class:`hardneg.ContrastiveLoss` has it.
 
-    A structural type, so that this module does not import :mod:`hardneg.loss` (whose deprecated
-    ``queue_forward`` / ``queue_detailed`` delegate to :class:`QueueLoss`).
+    A structural type, so that this module does not import :mod:`hardneg.loss`.
 
     Shapes:
         ``pair(anchors, positives, candidates)``: anchors and positives (A, d), candidates (N, d),

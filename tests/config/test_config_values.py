@@ -87,7 +87,7 @@ def test_recursive_deep_and_unhashable_yaml_is_one_line(tmp_path: Path, text: st
 def test_an_integer_too_long_for_python_names_the_key_and_its_range(tmp_path: Path) -> None:
     huge = "1" + "0" * 5000
     expected = ("invalid value for 'train.epochs': must be an integer from 1 to 10000000, "
-                "got an integer of 5001 digits")
+                "got a 5001-digit integer")
     with pytest.raises(ConfigError) as caught:
         load_config("digits", [f"train.epochs={huge}"])
     assert str(caught.value) == expected

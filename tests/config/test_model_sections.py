@@ -13,7 +13,7 @@ from pydantic import Field
 from typer.testing import CliRunner
 
 from hardneg.cli import app
-from hardneg.config import ConfigError, ModelSection, RunConfig
+from hardneg.config import ConfigError, ModelSection
 from hardneg.models import (
     ENCODER_NAMES,
     MLPEncoder,
@@ -166,7 +166,7 @@ def test_configured_encoder_maps_the_section_to_build_encoder() -> None:
     assert (cnn.feature_dim, cnn.projection_dim, cnn.head.net[0].out_features) == (128, 64, 256)
     mlp = configured_encoder(load_config("latent_classes").model, in_dim=5)
     assert isinstance(mlp.backbone, MLPEncoder) and mlp.backbone.net[0].out_features == 128
-    bare = configured_encoder(RunConfig().model, in_channels=3)  # a bare section: small_cnn's defaults
+    bare = configured_encoder(ModelSection(), in_channels=3)  # a bare section: small_cnn's defaults
     assert bare.backbone.features[0].out_channels == 32 and bare(torch.rand(2, 3, 8, 8))[1].shape == (2, 64)
     with pytest.raises(ConfigError, match=r"^invalid value for 'model.encoder': configured_encoder builds"):
         configured_encoder(GINSection(encoder="gin"), in_dim=3)

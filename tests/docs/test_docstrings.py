@@ -32,9 +32,9 @@ MODULES = (
     "hardneg.supervised",
     "hardneg.infograph",
     "hardneg.loss",
-    "hardneg.loss_engines",
+    "hardneg.engines.dispatch",
     "hardneg.queue",
-    "hardneg.tiled",
+    "hardneg.engines.tiled",
     "hardneg.scores",
     "hardneg.reduction",
     "hardneg.functional",
@@ -45,7 +45,8 @@ SECTIONS = ("Args", "Shapes", "References", "Example")
 SHAPES_WAIVED = {
     "hardneg.negatives.TileWeights": "settings of a tiled computation (floats); no tensor in or out",
     "hardneg.negatives.SinkhornTiles": "settings of a streamed Sinkhorn solve (floats); no tensor in or out",
-    "hardneg.tiled.check_tileable": "a distribution and an objective in, their TileWeights out; no tensor",
+    "hardneg.engines.tiled.check_tileable":
+        "a distribution and an objective in, their TileWeights out; no tensor",
     "hardneg.scores.compute_dtype": "a torch.dtype in, a torch.dtype out; no tensor in or out",
     "hardneg.reduction.check_reduction": "a reduction name (str) in and out; no tensor in or out",
     "hardneg.functional.default_objective": "a float tau_plus in, an Objective out; no tensor in or out",
@@ -131,7 +132,8 @@ def test_the_walk_finds_the_public_losses_distributions_and_objectives() -> None
     for expected in ("hardneg.negatives.Hard", "hardneg.negatives.OptimalTransport",
                      "hardneg.objectives.Debiased", "hardneg.objectives.InfoNCE",
                      "hardneg.supervised.multi_view_loss", "hardneg.infograph.InfoGraphLoss",
-                     "hardneg.loss.ContrastiveLoss", "hardneg.queue.QueueLoss", "hardneg.tiled.tiled_lse",
+                     "hardneg.loss.ContrastiveLoss", "hardneg.queue.QueueLoss",
+                     "hardneg.engines.tiled.tiled_lse",
                      "hardneg.scores.pair_scores", "hardneg.functional.contrastive_loss"):
         assert expected in names, f"{expected} is no longer exported; update tests/docs/test_docstrings.py"
     assert len(names) >= 85

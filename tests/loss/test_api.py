@@ -1,6 +1,5 @@
 """One forward per layout: ``forward`` / ``pair`` / ``multi_positive`` (``details=True`` for a
-LossOutput), MoCo's queue as the :class:`QueueLoss` wrapper, and the deprecated names of 0.1 as
-warning delegates with the same values, gradients and queue side effects."""
+LossOutput), MoCo's queue as the :class:`QueueLoss` wrapper; the names of 0.1 are gone (0.3)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from hardneg.queue import MemoryQueue, QueueLoss
 from hardneg.reduction import LossOutput
 from hardneg.scores import multi_positive_scores, pair_scores
 
-DEPRECATED = r"is deprecated; use .* — removed in 0\.3"
 LOSSES: dict[str, Callable[..., ContrastiveLoss]] = {
     "nt_xent": lambda **kw: ContrastiveLoss(temperature=0.3, **kw),
     "hard_debiased": lambda **kw: ContrastiveLoss(
@@ -56,19 +54,16 @@ def _gen() -> torch.Generator:
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @pytest.mark.parametrize("budget", [None, 0])  # materialised, tiled
-def test_simclr_layout_forward_equals_detailed_and_scores(name: str, budget: int | None) -> None:
+def test_simclr_layout_forward_details_equals_plain_and_scores(name: str, budget: int | None) -> None:
     g = torch.Generator().manual_seed(0)
     z1, z2 = _rand(g, 10, 5), _rand(g, 10, 5)
     kw = {} if budget is None else {"memory_budget": budget, "tile_size": 3}
     loss_fn = LOSSES[name](**kw)
     new = _run(lambda a, b: loss_fn(a, b, generator=_gen(), details=True), [z1, z2])
-    with pytest.warns(DeprecationWarning, match=DEPRECATED):
-        old = _run(lambda a, b: loss_fn.detailed(a, b, generator=_gen()), [z1, z2])
-    _same(new, old)
     plain = _run(lambda a, b: loss_fn(a, b, generator=_gen()), [z1, z2])
     if name == "hard_debiased" and budget is None:
-        # the plain call of a small batch is one fused node (hardneg.fused_simclr): equal up to
-        # float rounding, not bit for bit (tests/loss/test_fused_simclr.py)
+        # the plain call of a small batch is one fused node (hardneg.engines.fused_node): equal up to
+        # float rounding, not bit for bit (tests/engines/test_fused_node.py)
         torch.testing.assert_close(plain[0], new[0].loss, rtol=1e-12, atol=0)  # type: ignore[union-attr]
         for x, y in zip(plain[1], new[1], strict=True):
             torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-14)
@@ -83,7 +78,7 @@ def test_simclr_layout_forward_equals_detailed_and_scores(name: str, budget: int
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @pytest.mark.parametrize("budget", [None, 0])
-def test_pair_layout_pair_equals_pair_detailed_pair_forward_and_scores(name: str, budget: int | None) -> None:
+def test_pair_layout_details_equals_plain_and_scores(name: str, budget: int | None) -> None:
     g = torch.Generator().manual_seed(1)
     a, p, c = _rand(g, 7, 4), _rand(g, 7, 4), _rand(g, 15, 4)
     mask = torch.rand(7, 15, generator=g) > 0.2
@@ -91,13 +86,7 @@ def test_pair_layout_pair_equals_pair_detailed_pair_forward_and_scores(name: str
     loss_fn = LOSSES[name](**kw)
     inputs = [a, p, c]
     new = _run(lambda *x: loss_fn.pair(*x, mask=mask, generator=_gen(), details=True), inputs)
-    with pytest.warns(DeprecationWarning, match=DEPRECATED):
-        old = _run(lambda *x: loss_fn.pair_detailed(*x, mask=mask, generator=_gen()), inputs)
-    _same(new, old)
     plain = _run(lambda *x: loss_fn.pair(*x, mask=mask, generator=_gen()), inputs)
-    with pytest.warns(DeprecationWarning, match=DEPRECATED):
-        old_plain = _run(lambda *x: loss_fn.pair_forward(*x, mask=mask, generator=_gen()), inputs)
-    _same(plain, old_plain)
     _same(plain, (new[0].loss, new[1]))  # type: ignore[union-attr]
     if budget is None:
         t = loss_fn.temperature
@@ -111,7 +100,7 @@ def test_pair_layout_pair_equals_pair_detailed_pair_forward_and_scores(name: str
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
-def test_multi_positive_layout_equals_multi_positive_detailed_and_scores(name: str) -> None:
+def test_multi_positive_layout_details_equals_plain_and_scores(name: str) -> None:
     g = torch.Generator().manual_seed(2)
     a, c = _rand(g, 8, 4), _rand(g, 8, 4)
     idx = torch.arange(8)
@@ -121,11 +110,6 @@ def test_multi_positive_layout_equals_multi_positive_detailed_and_scores(name: s
     new = _run(
         lambda x, y: loss_fn.multi_positive(x, y, pm, exclude=ex, generator=_gen(), details=True), [a, c]
     )
-    with pytest.warns(DeprecationWarning, match=DEPRECATED):
-        old = _run(
-            lambda x, y: loss_fn.multi_positive_detailed(x, y, pm, exclude=ex, generator=_gen()), [a, c]
-        )
-    _same(new, old)
     _same(
         _run(lambda x, y: loss_fn.multi_positive(x, y, pm, exclude=ex, generator=_gen()), [a, c]),
         (new[0].loss, new[1]),
@@ -154,15 +138,13 @@ def _state(queue: MemoryQueue) -> dict[str, Tensor]:
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @pytest.mark.parametrize("with_labels", [False, True])
 @pytest.mark.parametrize("budget", [None, 0])
-def test_queue_loss_equals_queue_detailed_over_two_steps(
+def test_queue_loss_over_two_steps_is_the_pair_loss_then_the_keys_enqueued(
     name: str, with_labels: bool, budget: int | None
 ) -> None:
     """Values, gradients and the queue's state after each of two steps (the second wraps around)."""
     g = torch.Generator().manual_seed(3)
     init = _queue(g, with_labels)
-    old_queue = MemoryQueue(12, 4, with_labels=with_labels, dtype=torch.float64)
     new_queue = MemoryQueue(12, 4, with_labels=with_labels, dtype=torch.float64)
-    old_queue.load_state_dict(init.state_dict())
     new_queue.load_state_dict(init.state_dict())
     kw = {} if budget is None else {"memory_budget": budget, "tile_size": 5}
     loss_fn = LOSSES[name](**kw)
@@ -172,39 +154,26 @@ def test_queue_loss_equals_queue_detailed_over_two_steps(
         labels = torch.tensor([0, 1, 2, 0]) if step == 0 else None  # labelled, then unknown (-1)
         before = new_queue.candidates().clone()
         new = _run(lambda x, y, y_=labels: moco(x, y, labels=y_, generator=_gen(), details=True), [q, k])
-        with pytest.warns(DeprecationWarning, match=DEPRECATED):
-            old = _run(
-                lambda x, y, y_=labels: loss_fn.queue_detailed(x, y, old_queue, labels=y_, generator=_gen()),
-                [q, k],
-            )
-        _same(new, old)
-        for key, value in _state(old_queue).items():
-            torch.testing.assert_close(_state(new_queue)[key], value, rtol=0, atol=0)
         # MoCo's order: the loss over the queue as it was, then the keys enqueued (normalised)
         ref = loss_fn.pair(q, k, before, generator=_gen())
         torch.testing.assert_close(new[0].loss, ref, rtol=0, atol=0)  # type: ignore[union-attr]
         torch.testing.assert_close(new_queue.ordered()[-4:], torch.nn.functional.normalize(k, dim=1))
 
 
-def test_queue_loss_plain_call_equals_queue_forward_and_enqueue_false_keeps_the_queue() -> None:
+def test_queue_loss_plain_call_equals_its_details_and_enqueue_false_keeps_the_queue() -> None:
     g = torch.Generator().manual_seed(4)
     qa, qb = _queue(g, False), MemoryQueue(12, 4, dtype=torch.float64)
     qb.load_state_dict(qa.state_dict())
     loss_fn = LOSSES["hard_debiased"]()
     q, k = _rand(g, 3, 4), _rand(g, 3, 4)
     new = _run(lambda x, y: QueueLoss(loss_fn, qa)(x, y), [q, k])
-    with pytest.warns(DeprecationWarning, match=DEPRECATED):
-        old = _run(lambda x, y: loss_fn.queue_forward(x, y, qb), [q, k])
-    _same(new, old)
+    detailed = _run(lambda x, y: QueueLoss(loss_fn, qb)(x, y, details=True), [q, k])
+    _same(new, (detailed[0].loss, detailed[1]))  # type: ignore[union-attr]
     torch.testing.assert_close(qa.keys, qb.keys, rtol=0, atol=0)
     before = _state(qa)
     QueueLoss(loss_fn, qa)(q, k, enqueue=False)
     for key, value in _state(qa).items():
         assert torch.equal(value, before[key])
-    # without diagnostics the deprecated queue_detailed still returns a LossOutput
-    with pytest.warns(DeprecationWarning, match=DEPRECATED):
-        out = loss_fn.queue_detailed(q, k, qa, enqueue=False, diagnostics=False)
-    assert isinstance(out, LossOutput) and out.diagnostics == {}
 
 
 def test_queue_loss_owns_the_queue_and_checks_its_arguments() -> None:
@@ -221,26 +190,15 @@ def test_queue_loss_owns_the_queue_and_checks_its_arguments() -> None:
 
 
 @pytest.mark.parametrize(
-    ("old", "call"),
-    [
-        ("detailed", lambda f, z, q: f.detailed(z, z)),
-        ("pair_detailed", lambda f, z, q: f.pair_detailed(z, z, z)),
-        ("pair_forward", lambda f, z, q: f.pair_forward(z, z, z)),
-        ("multi_positive_detailed", lambda f, z, q: f.multi_positive_detailed(z, z, torch.eye(4).bool())),
-        ("queue_detailed", lambda f, z, q: f.queue_detailed(z, z, q)),
-        ("queue_forward", lambda f, z, q: f.queue_forward(z, z, q)),
-    ],
+    "old", ["detailed", "pair_forward", "pair_detailed", "multi_positive_detailed", "queue_forward",
+            "queue_detailed"],
 )
-def test_each_deprecated_name_warns_and_names_its_replacement(old: str, call: Callable[..., object]) -> None:
-    queue = MemoryQueue(size=8, dim=3)
-    queue.enqueue(torch.randn(8, 3))
-    z = torch.randn(4, 3)
-    with pytest.warns(DeprecationWarning, match=rf"ContrastiveLoss\.{old} {DEPRECATED}") as record:
-        call(ContrastiveLoss(), z, queue)
-    assert len(record) == 1 and record[0].filename == __file__  # points at the caller's line
+def test_the_names_of_0_1_are_gone(old: str) -> None:
+    """Removed in 0.3, as the 0.2 CHANGELOG said (docs/loss_api.md lists their replacements)."""
+    assert not hasattr(ContrastiveLoss(), old)
 
 
-def test_infograph_loss_details_and_deprecated_detailed() -> None:
+def test_infograph_loss_details() -> None:
     from hardneg.infograph.objective import InfoGraphLoss
 
     g = torch.Generator().manual_seed(5)
@@ -249,6 +207,4 @@ def test_infograph_loss_details_and_deprecated_detailed() -> None:
     loss = InfoGraphLoss(negatives=negatives.Hard(beta=1.0, rescale=True))
     out = loss(local, global_, batch, details=True)
     torch.testing.assert_close(out.loss, loss(local, global_, batch), rtol=0, atol=0)
-    with pytest.warns(DeprecationWarning, match=r"InfoGraphLoss\.detailed is deprecated"):
-        old = loss.detailed(local, global_, batch)
-    assert old.diagnostics == out.diagnostics
+    assert out.diagnostics and not hasattr(loss, "detailed")  # 0.1's name, removed in 0.3

@@ -10,8 +10,8 @@ counts measured after the per-call cuts of issue 37 (SimCLR 74 → 63 → 50 →
 142 → 102 → 92 → 56 at the time of writing: cached mask/count constants, a three-operator range
 check, the debiased term as one autograd node; then SimCLR as a cross-entropy over the logits and
 hard + debiased as one node from the logits, its two log-sum-exps in one call; then the
-small-batch route, ``hardneg.small_batch``; then hard + debiased as one node from the views,
-``hardneg.fused_simclr``, with a closed-form backward to the views) plus headroom; lower them when
+small-batch route, ``hardneg.engines.small``; then hard + debiased as one node from the views,
+``hardneg.engines.fused_node``, with a closed-form backward to the views) plus headroom; lower them when
 a change removes operators.
 """
 

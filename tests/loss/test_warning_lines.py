@@ -1,6 +1,6 @@
 """The loss core's warnings point at the user's line (the call of the loss), whatever the layout, the
 engine and the number of frames between them: Sinkhorn's non-convergence (materialised and tiled
-engines), the deprecated 0.1 names. (The DDP warning: tests/distributed/test_local_warning.py.)"""
+engines). (The DDP warning: tests/distributed/test_local_warning.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from hardneg import ContrastiveLoss
-from hardneg.functional import contrastive_loss_detailed
 from hardneg.negatives import OptimalTransport
 
 
@@ -36,16 +35,3 @@ def test_a_sinkhorn_that_stops_early_warns_at_the_call(engine: str, layout: str)
     assert len(caught) == 1 and caught[0].category is RuntimeWarning
     assert caught[0].filename == __file__, caught[0].filename
     assert caught[0].lineno == call.__code__.co_firstlineno + 1  # the line of the loss's call
-
-
-def test_the_deprecated_names_warn_at_the_call() -> None:
-    loss = ContrastiveLoss()
-    z1, z2 = torch.randn(4, 3), torch.randn(4, 3)
-    for call in (
-        lambda: loss.detailed(z1, z2),
-        lambda: loss.pair_forward(z1, z2, z2),
-        lambda: contrastive_loss_detailed(z1, z2),
-    ):
-        caught = _caught(call, "is deprecated")
-        assert len(caught) == 1 and caught[0].category is DeprecationWarning
-        assert caught[0].filename == __file__, caught[0].filename

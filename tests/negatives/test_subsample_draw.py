@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 
+from hardneg.engines.tiled import TileMask
 from hardneg.negatives import subsample_mask
 from hardneg.negatives.draw import (
     FLOYD_FACTOR,
@@ -21,7 +22,6 @@ from hardneg.negatives.draw import (
 )
 from hardneg.negatives.keys import RANDOM_BITS, counter_bits
 from hardneg.scores import same_label
-from hardneg.tiled import TileMask
 
 
 def _floyd_by_hand(seed: int, i: int, m: int, k: int) -> list[int]:

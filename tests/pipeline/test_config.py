@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hardneg.config import ConfigError, RunConfig
+from hardneg.config import ConfigError, TrainConfig
 from hardneg.pipeline.config import (
     config_to_dict,
     dump_yaml,
@@ -54,7 +54,7 @@ def test_file_then_overrides_later_wins(tmp_path):
         0.25,
         7,
     )
-    assert cfg.train.batch_size == RunConfig().train.batch_size  # untouched keys keep defaults
+    assert cfg.train.batch_size == TrainConfig().batch_size  # untouched keys keep defaults
 
 
 def test_component_sections_fill_defaults_and_switch_cleanly():

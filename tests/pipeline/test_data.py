@@ -39,7 +39,7 @@ def test_ranks_partition_the_epoch():
 
 
 def test_batch_larger_than_data_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"train.batch_size=512 is larger than the 100 training images"):
+    with pytest.raises(ValueError, match=r"train.batch_size=512 is larger than the 100 training items"):
         EpochBatchSampler(num_items=100, batch_size=512, seed=0)
 
 

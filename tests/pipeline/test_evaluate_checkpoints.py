@@ -127,7 +127,7 @@ def test_senteval_on_a_run_of_images_is_an_error(runs, tmp_path):
     result = _evaluate(str(run), "--senteval", str(tmp_path))
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1] == (
-        f"error: --senteval (eval.senteval) evaluates runs trained on sentences; the run '{run}' was trained "
+        f"error: --senteval evaluates runs of sentences; the run '{run}' was trained "
         "on data set 'digits' (images)")
     assert (run / "metrics.json").read_text() == before
 

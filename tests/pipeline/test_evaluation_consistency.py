@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hardneg.data.vectors import LabeledVectors
-from hardneg.pipeline.evaluation import evaluate_encoder
+from hardneg.modalities.readouts import evaluate_encoder
 
 
 class _FirstOutput(nn.Module):

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from hardneg.config import DataSection
 from hardneg.data.vectors import BatchedPairs, LabeledVectors
-from hardneg.modalities.base import TwoViewModality, register_modality
+from hardneg.modalities import TwoViewModality, register_modality
 from hardneg.models.configured import configured_encoder
 
 

@@ -178,8 +178,8 @@ def test_corpus_negatives_train_and_refuse_a_larger_k(tmp_path: Path) -> None:
 def test_mean_classifier_from_k_shots(tmp_path: Path) -> None:
     """Arora et al.'s mu-k: class means from k training samples; k >= every class count is mu."""
     from hardneg.evaluate.latent_table import few_shot_indices
+    from hardneg.modalities.readouts import evaluate_encoder
     from hardneg.pipeline.build import build_module
-    from hardneg.pipeline.evaluation import evaluate_encoder
 
     labels = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
     few = few_shot_indices(labels, 2, seed=1)

@@ -3,7 +3,7 @@
 ::
 
     hardneg train CONFIG [key=value ...] [--out DIR] [--resume] [--force]
-    hardneg evaluate RUN [--checkpoint PATH] [--no-figures]
+    hardneg evaluate RUN [--checkpoint PATH] [--no-figures] [the options of the run's modality]
     hardneg compare CONFIG [key=value ...] [--out DIR] [--resume] [--force]
     hardneg sweep CONFIG [key=value ...] [--out DIR] [--resume] [--force]
     hardneg reproduce [--budget small|full|paper] [--data NAME=DIR] [--device cpu|gpu]
@@ -14,8 +14,8 @@
     hardneg data wiki OUT.tsv --dump DUMP      # a Wikipedia dump -> sentences labelled by article
     hardneg data senteval DIR                  # MR, CR, SUBJ-like, TREC in SentEval layouts (offline)
 
-``CONFIG`` is a YAML path or the name of a packaged config (``digits``, ``digits_compare``,
-...). Overrides use dotted keys: ``loss.negatives.beta=0.5 train.epochs=3 eval.kwise=[1,4]``.
+``CONFIG`` is a YAML path or the name of a packaged config (``hardneg configs`` lists them).
+Overrides use dotted keys: ``loss.negatives.beta=0.5 train.epochs=3 eval.kwise=[1,4]``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from hardneg._packages import extra_error
 
@@ -31,12 +31,17 @@ from hardneg._packages import extra_error
 # whole extra before importing this package and exits with one line instead.
 try:
     import typer
+    import typer.core
+    import typer.main
 except ModuleNotFoundError as _err:
     raise extra_error(_err, "hardneg.cli (the command line)") from _err
 
 from hardneg.cli._options import HELP, describe
 from hardneg.cli.data import app as data_app
 from hardneg.cli.theory import app as theory_app
+
+if TYPE_CHECKING:
+    from hardneg.modalities import EvaluateOption
 
 __all__ = ["app", "main"]
 
@@ -237,44 +242,105 @@ def _train(cfg, out: Path | None, *, resume: bool, force: bool, quiet: bool) -> 
         _echo(f"wall time: {time.perf_counter() - start:.1f} s")
 
 
-@app.command()
-def evaluate(run: Annotated[Path, typer.Argument(
+class _EvaluateCommand(typer.core.TyperCommand):
+    """``evaluate`` with the options the registered modalities declare
+    (:attr:`~hardneg.modalities.Modality.evaluate_options`), added when the command's options are
+    first needed (parsing it, its help): the modalities import torch, which ``hardneg --help`` does
+    not. The values given go to :func:`_modality_overrides` through ``ctx.meta``."""
+
+    _added = False
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        if not self._added:
+            self._added = True
+            self.params.extend(_modality_options())
+        return cast(list[Any], super().get_params(ctx))
+
+    def invoke(self, ctx: Any) -> Any:
+        declared = {p.name for p in _modality_options()}
+        given = {n: ctx.params.pop(n) for n in list(ctx.params) if n in declared}
+        ctx.meta[_EVALUATE_OPTIONS] = {n: v for n, v in given.items() if v is not None}
+        return super().invoke(ctx)
+
+
+_EVALUATE_OPTIONS = "hardneg.evaluate_options"
+_OPTIONS: list[Any] = []
+
+
+def _modality_options() -> list[Any]:
+    """The command-line options of every :class:`~hardneg.modalities.EvaluateOption` name of the
+    registered modalities (the first declaration of a name wins), each help naming the modalities it
+    applies to; built by typer itself from a function of those parameters."""
+    if _OPTIONS:
+        return _OPTIONS
+    import inspect
+
+    from hardneg.modalities import dataset_names, get_modality
+    from hardneg.modalities.base import evaluate_owners
+
+    seen: dict[str, EvaluateOption] = {}
+    for name in dataset_names():
+        for option in get_modality(name).evaluate_options:
+            seen.setdefault(option.name, option)
+    params = []
+    for option in seen.values():
+        owners = ", ".join(sorted({m.name for m in evaluate_owners(option.name)}))
+        declared = typer.Option(option.flag, help=f"runs of {owners}: {option.help}",
+                                callback=_user_path if option.type is Path else None)
+        params.append(inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                        annotation=Annotated[option.type | None, declared]))
+
+    def options(**_: Any) -> None:  # pragma: no cover - never called: typer reads its signature
+        """The modalities' options."""
+
+    options.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    options.__annotations__ = {p.name: p.annotation for p in params}
+    holder = typer.Typer(add_completion=False)
+    holder.command()(options)
+    _OPTIONS.extend(typer.main.get_command(holder).params)
+    return _OPTIONS
+
+
+def _modality_overrides(run: Path, values: dict[str, object]) -> dict[str, object] | None:
+    """The ``eval.*`` overrides of the modality options given for the run in ``run`` (``None``: none
+    given, or no config to read: :func:`~hardneg.pipeline.experiment.evaluate_run` names it);
+    an option its modality does not declare is a ``ValueError`` naming the modalities it applies to."""
+    if not values or not (run / "config.yaml").is_file():
+        return None
+    from hardneg.modalities import get_modality
+    from hardneg.modalities.base import evaluate_owners
+    from hardneg.pipeline.config import load_config
+
+    cfg = load_config(run / "config.yaml")
+    modality = get_modality(cfg.data.dataset)
+    declared = {o.name for o in modality.evaluate_options}
+    for name in values:
+        if name not in declared:
+            owners = ", ".join(sorted({m.name for m in evaluate_owners(name)}))
+            raise ValueError(f"--{name.replace('_', '-')} evaluates runs of {owners}; the run '{run}' was "
+                             f"trained on data set '{cfg.data.dataset}' ({modality.name})")
+    return modality.evaluate_overrides(cfg, values)
+
+
+@app.command(cls=_EvaluateCommand)
+def evaluate(ctx: typer.Context,
+             run: Annotated[Path, typer.Argument(
                  help="run folder written by `hardneg train` (the modules its config.yaml lists under "
                       "`imports:` are imported, which runs their code)", callback=_user_path)],
              checkpoint: Annotated[Path | None, typer.Option(help="checkpoint (default: last.ckpt)",
                                                              callback=_user_path)] = None,
              figures: Annotated[bool, typer.Option("--figures/--no-figures", help="write figures")] = True,
-             senteval: Annotated[Path | None, typer.Option(
-                 help="sentence runs: a folder of SentEval tasks (MR, CR, SUBJ, ... layouts, or your "
-                      "own: NAME/data.tsv or NAME/train.tsv + test.tsv of label<TAB>sentence lines)",
-                 callback=_user_path)] = None,
-             tasks: Annotated[str | None, typer.Option(
-                 help="with --senteval: comma-separated tasks (default: every task in the folder)")] = None,
              ) -> None:
-    """Evaluate a saved run (linear / kNN / mean classifier / k-wise, or SentEval) from its checkpoint.
+    """Evaluate a saved run from its checkpoint (its modality's evaluation, with the options below).
 
-    With ``--senteval DIR`` the result is added to the run's ``metrics.json`` (``evaluations``),
-    beside the run's own results, never over them.
+    With an option of the run's modality the result is added to the run's ``metrics.json``
+    (``evaluations``), beside the run's own results, never over them.
     """
     _quiet_lightning()
-    from hardneg.pipeline.experiment import check_senteval_run, evaluate_run
+    from hardneg.pipeline.experiment import evaluate_run
 
     try:
-        overrides = None
-        if senteval is not None:
-            from hardneg.senteval.readers import find_tasks
-
-            check_senteval_run(run)  # a run of images has no use for a SentEval folder
-
-            if not senteval.is_dir():
-                raise ValueError(f"--senteval must be a folder of SentEval tasks, got '{senteval}'")
-            names = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else find_tasks(senteval)
-            if not names:
-                raise ValueError(f"--senteval '{senteval}' holds no task "
-                                 "(see https://github.com/hardneg/hardneg/blob/main/docs/senteval.md)")
-            overrides = {"eval.senteval": str(senteval), "eval.senteval_tasks": names}
-        elif tasks is not None:
-            raise ValueError("--tasks needs --senteval DIR")
+        overrides = _modality_overrides(run, ctx.meta.get(_EVALUATE_OPTIONS, {}))
         result = evaluate_run(run, checkpoint=checkpoint, figures_on=figures, overrides=overrides)
     except _USER_ERRORS as err:
         raise _fail(err) from None
@@ -350,8 +416,8 @@ def reproduce(
                                        "unadjusted p-values, written to claims-only-<ids>.md)")
     ] = None,
     data: Annotated[list[str] | None, typer.Option(
-        "--data", help="NAME=DIR: the folder of a data set the claims need (cifar10, cifar100, stl10, "
-                       "tu, fashion_mnist; repeatable)")] = None,
+        "--data", help="NAME=DIR: the folder of a data set the claims need (the names the report's "
+                       "'not run here' commands use; repeatable)")] = None,
     device: Annotated[str | None, typer.Option(
         "--device", help="cpu or gpu (default: the budget's; paper runs on the GPU)")] = None,
     force: ForceOpt = False,
@@ -444,7 +510,7 @@ def reproduce(
 
 
 def _data_roots(items: list[str] | None) -> dict[str, str]:
-    """``["cifar10=/data/c10", ...]`` → ``{"cifar10": "/data/c10"}`` (``--data``)."""
+    """``["name=/data/folder", ...]`` → ``{"name": "/data/folder"}`` (``--data``)."""
     roots = {}
     for item in items or []:
         name, sep, folder = item.partition("=")

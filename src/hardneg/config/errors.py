@@ -29,24 +29,24 @@ class ConfigError(ValueError):
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` for a message, cut to about ``limit`` characters; an integer of more digits than
-    Python writes out (4 300), or the text of one, is described by its number of digits.
+    """``repr(value)`` for a message, cut to about ``limit`` characters; an integer longer than Python
+    writes out (4 300 decimal places), or the text of one, is described by its length.
 
     >>> shown(10**5000), shown("1" * 5000)
-    ('an integer of 5001 digits', 'an integer of 5000 digits')
+    ('a 5001-digit integer', 'a 5000-digit integer')
     >>> shown("x" * 100)
     "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (102 characters)"
     """
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**INT_TEXT_DIGITS:
-        return f"an integer of {_digits(value)} digits"  # repr(value) would raise ValueError
+        return f"a {_digit_count(value)}-digit integer"  # repr(value) would raise ValueError
     if isinstance(value, str) and len(value) > INT_TEXT_DIGITS and _DIGITS.match(value):
-        return f"an integer of {sum(c.isdigit() for c in value)} digits"
+        return f"a {sum(c.isdigit() for c in value)}-digit integer"
     text = repr(value)
     return text if len(text) <= limit else f"{text[:40]}... ({len(text)} characters)"
 
 
-def _digits(n: int) -> int:
-    """The number of decimal digits of ``n`` (without writing it out)."""
+def _digit_count(n: int) -> int:
+    """The length of ``n`` in decimal (without writing it out)."""
     n = abs(n)
     d = int(n.bit_length() * math.log10(2)) + 1  # exact, or one too many
     return d if n >= 10 ** (d - 1) else d - 1
@@ -119,7 +119,8 @@ def _field_at(model: type[BaseModel], loc: tuple[Any, ...]) -> FieldInfo | None:
         parent = parent.model_fields[part].annotation
         parent = next(a for a in (parent, *typing.get_args(parent))
                       if isinstance(a, type) and issubclass(a, BaseModel))
-    return parent.model_fields[names[-1]]  # type: ignore[no-any-return]
+    field: FieldInfo = parent.model_fields[names[-1]]
+    return field
 
 
 def _is_union_member(model: type[BaseModel], loc: tuple[Any, ...]) -> bool:
@@ -182,7 +183,7 @@ def from_validation_error(err: ValidationError, model: type[BaseModel], prefix: 
         what = "must be " + " or ".join(sorted({w.removeprefix("must be ") for w in each}))  # any union order
     if e["type"] == "missing":
         return ConfigError(f"missing config key '{_loc(prefix, loc)}': {what}")
-    if e["type"] == "int_parsing_size":  # the text of an integer of more digits than Python converts
+    if e["type"] == "int_parsing_size":  # the text of an integer longer than Python converts
         lo, hi = int_range(_field_at(model, loc))
         what = f"must be an integer from {lo} to {hi}"
     return ConfigError(f"invalid value for '{_loc(prefix, loc)}': {what}, got {shown(e.get('input'))}")

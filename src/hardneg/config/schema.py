@@ -37,7 +37,7 @@ from hardneg.config.errors import INT64, int_range
 PositiveInt = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 UserPath = Annotated[str, AfterValidator(os.path.expanduser)]
-"""A path key (``out_dir``, ``data.root``, ``eval.senteval``): ``~`` and ``~user`` are expanded once,
+"""A path key (``out_dir``, ``data.root``, a modality's folders): ``~`` and ``~user`` are expanded once,
 when the config is validated, so every writer and reader (Lightning's included) gets the same folder."""
 
 __all__ = [
@@ -111,10 +111,12 @@ class DataSection(Section):
     """Base of every modality's ``data`` section (:mod:`hardneg.modalities`): the data set's name.
 
     Each modality declares its own subclass with the keys that apply to it; the pipeline validates
-    ``data`` with the section of the modality registered for ``data.dataset``.
+    ``data`` with the section of the modality registered for ``data.dataset``. The name has no
+    default here: a config that names none gets the modalities' default
+    (:data:`hardneg.modalities.DEFAULT_DATASET`) when it is loaded.
     """
 
-    dataset: str = Field("digits", description="data set name (see `hardneg configs` and hardneg.modalities)")
+    dataset: str = Field(description="data set name (see `hardneg configs` and hardneg.modalities)")
 
 
 class ModelSection(Section):
@@ -257,6 +259,11 @@ class EvalSection(Section):
         (a subclass names those of its protocol; the base names none)."""
         return ()
 
+    def headline_metrics(self) -> tuple[str, ...]:
+        """The few metrics of :meth:`table_metrics` that name a result at a glance (the progress line
+        of a group, a sweep's series figures); default: every column of the table."""
+        return self.table_metrics()
+
 
 class Strategy(Section):
     """One entry of ``compare.strategies``."""
@@ -309,7 +316,7 @@ class RunConfig(Section):
         default_factory=list, description="modules imported first (user registrations)"
     )
     data: SerializeAsAny[DataSection] = Field(
-        default_factory=DataSection, description="the modality's data section (see hardneg.modalities)"
+        description="the modality's data section (see hardneg.modalities); no default: it names the data set"
     )
     model: SerializeAsAny[ModelSection] = Field(
         default_factory=ModelSection, description="the encoder's model section (see hardneg.models.sections)"

@@ -68,7 +68,7 @@ class EpochBatchSampler(Sampler[list[int]]):
         self._per_rank = per_rank
         if drop_last and per_rank < batch_size:
             raise ValueError(
-                f"train.batch_size={batch_size} is larger than the {per_rank} training images per "
+                f"train.batch_size={batch_size} is larger than the {per_rank} training items per "
                 f"process; lower train.batch_size or set train.drop_last=false"
             )
 

@@ -18,7 +18,6 @@ The loss is the mean over nodes, i.e. ``E_{u∼p̂}`` of Robinson et al.'s App. 
 
 from __future__ import annotations
 
-import warnings
 from typing import Literal, overload
 
 import torch
@@ -329,21 +328,3 @@ class InfoGraphLoss(nn.Module):
             candidate_labels=kw["candidate_labels"],
             generator=generator,
         )
-
-    def detailed(
-        self,
-        local: Tensor,
-        global_: Tensor,
-        batch: Tensor,
-        *,
-        labels: Tensor | None = None,
-        generator: torch.Generator | None = None,
-    ) -> LossOutput:
-        """Deprecated: ``loss(local, global_, batch, details=True)``."""
-        warnings.warn(
-            "InfoGraphLoss.detailed is deprecated; use loss(local, global_, batch, details=True) "
-            "— removed in 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.forward(local, global_, batch, labels=labels, generator=generator, details=True)

@@ -72,10 +72,10 @@ except ImportError as err:  # pragma: no cover - depends on the installation
     ) from err
 
 from hardneg import _warnings, distributed
-from hardneg._lse import masked_logsumexp
+from hardneg._numerics.lse import masked_logsumexp
 from hardneg._validation import check_finite_tensor
+from hardneg.engines.dispatch import full_precision
 from hardneg.loss import ContrastiveLoss
-from hardneg.loss_engines import full_precision
 from hardneg.negatives import OptimalTransport
 from hardneg.scores import Scores, compute_dtype, multi_positive_scores, pair_scores
 from hardneg.supervised import supervised_per_anchor

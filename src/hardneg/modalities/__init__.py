@@ -21,6 +21,7 @@ module            ``data.dataset``                            kind              
 from hardneg.modalities.articles import Articles
 from hardneg.modalities.base import (
     EvalResult,
+    EvaluateOption,
     IdentityViews,
     ImageViews,
     Modality,
@@ -37,7 +38,9 @@ from hardneg.modalities.latent import Latent
 from hardneg.modalities.sentences import Sentences
 
 __all__ = [
+    "DEFAULT_DATASET",
     "EvalResult",
+    "EvaluateOption",
     "IdentityViews",
     "ImageViews",
     "Modality",
@@ -49,19 +52,17 @@ __all__ = [
     "register_modality",
 ]
 
+#: The ``data.dataset`` of a config that names none (the shared schema names no data set).
+DEFAULT_DATASET = "digits"
+
 for _plugin in (Images(), Latent(), Graphs(), Articles(), Sentences()):
     if not set(_plugin.datasets) & set(dataset_names()):  # a user's registration wins
         register_modality(_plugin)
 
 
 def __getattr__(name: str) -> object:
-    """The 0.2 import path of the config sections (``hardneg.modalities.DataSection``), with a warning."""
-    if name in ("DataSection", "EvalSection"):
-        import warnings
+    """The 0.2 import path of the config sections (``hardneg.modalities.DataSection``), with a
+    warning (:data:`hardneg._deprecated.NAMES`)."""
+    from hardneg._deprecated import moved_name
 
-        import hardneg.config
-
-        warnings.warn(f"import {name} from hardneg.config (its one import path); hardneg.modalities' "
-                      "re-export is removed in 0.4", DeprecationWarning, stacklevel=2)
-        return getattr(hardneg.config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)

@@ -19,33 +19,36 @@ kinds, each saying how a batch reaches the loss:
 taking a split is typed with them. Every member takes the run's config first, then the model,
 then the data, then where to write:
 
-====================  ===============  =====================================================================
-member                kind             signature
-====================  ===============  =====================================================================
-``name``              class attr.      ``str``: shown in messages and summaries
-``datasets``          class attr.      ``tuple[str, ...]``: the ``data.dataset`` names it serves
-``dataset_aliases``   class attr.      ``dict[str, str]``: old ``data.dataset`` names → current (deprecated)
-``encoders``          class attr.      ``tuple[str, ...]``: the ``model.encoder`` names it accepts
-``section``           class attr.      ``type[DataSection]``: its ``data`` section
-``eval_section``      class attr.      ``type[EvalSection]``: its ``eval`` section (default ``ReadoutEval``)
-``evaluates_itself``  class attr.      ``bool``: :meth:`~Modality.evaluate` replaces the readouts
-``check``             config           ``check(cfg) -> None``
-``describe``          config           ``describe(cfg) -> str``
-``batch_size``        config           ``batch_size(cfg) -> int``
-``uses_labels``       config           ``uses_labels(cfg) -> bool``
-``memory``            config           ``memory(cfg) -> list[MemoryTerm]``
-``data_files``        config           ``data_files(cfg) -> list[Path]``
-``load``              data (must)      ``load(cfg) -> tuple[TrainT, TestT]``
-``dataset``           data (must)      ``dataset(cfg, train) -> Dataset``
-``save``              data             ``save(cfg, train, run_dir) -> None``
-``build_encoder``     model (must)     ``build_encoder(cfg, train) -> nn.Module``
-``views``             two-view         ``views(cfg, train) -> ViewMaker`` (default: the identity)
-``step``              own-step (must)  ``step(cfg, encoder, loss, x, *, labels, generator) -> LossOutput``
-``own_step``          own-step         ``own_step(cfg) -> bool`` (default: true)
-``evaluate``          evaluation       ``evaluate(cfg, encoder, train, test) -> EvalResult``
-``table_metrics``     evaluation       ``table_metrics(cfg) -> tuple[str, ...]``
-``pictures``          evaluation       ``pictures(cfg, split) -> Tensor | None``
-====================  ===============  =====================================================================
+========================  ===============  ===================================================================
+member                    kind             signature
+========================  ===============  ===================================================================
+``name``                  class attr.      ``str``: shown in messages and summaries
+``datasets``              class attr.      ``tuple[str, ...]``: the ``data.dataset`` names it serves
+``dataset_aliases``       class attr.      ``dict[str, str]``: old ``data.dataset`` names → new (deprecated)
+``encoders``              class attr.      ``tuple[str, ...]``: the ``model.encoder`` names it accepts
+``section``               class attr.      ``type[DataSection]``: its ``data`` section
+``eval_section``          class attr.      ``type[EvalSection]``: ``eval`` section (default ``ReadoutEval``)
+``evaluates_itself``      class attr.      ``bool``: :meth:`~Modality.evaluate` replaces the readouts
+``check``                 config           ``check(cfg) -> None``
+``describe``              config           ``describe(cfg) -> str``
+``batch_size``            config           ``batch_size(cfg) -> int``
+``uses_labels``           config           ``uses_labels(cfg) -> bool``
+``memory``                config           ``memory(cfg) -> list[MemoryTerm]``
+``data_files``            config           ``data_files(cfg) -> list[Path]``
+``load``                  data (must)      ``load(cfg) -> tuple[TrainT, TestT]``
+``dataset``               data (must)      ``dataset(cfg, train) -> Dataset``
+``save``                  data             ``save(cfg, train, run_dir) -> None``
+``build_encoder``         model (must)     ``build_encoder(cfg, train) -> nn.Module``
+``views``                 two-view         ``views(cfg, train) -> ViewMaker`` (default: the identity)
+``step``                  own-step (must)  ``step(cfg, encoder, loss, x, *, labels, generator) -> LossOutput``
+``own_step``              own-step         ``own_step(cfg) -> bool`` (default: true)
+``evaluate``              evaluation       ``evaluate(cfg, encoder, train, test) -> EvalResult``
+``table_metrics``         evaluation       ``table_metrics(cfg) -> tuple[str, ...]``
+``headline_metrics``      evaluation       ``headline_metrics(cfg) -> tuple[str, ...]``
+``evaluate_options``      class attr.      ``tuple[EvaluateOption, ...]``: its options of ``hardneg evaluate``
+``evaluate_overrides``    evaluation       ``evaluate_overrides(cfg, values) -> dict[str, Any]``
+``pictures``              evaluation       ``pictures(cfg, split) -> Tensor | None``
+========================  ===============  ===================================================================
 
 ("must": abstract; the others have defaults.) This module imports no modality. The built-in ones
 (:mod:`hardneg.modalities.images`, ``latent``, ``graphs``, ``articles``, ``sentences``) are
@@ -91,6 +94,7 @@ from hardneg.config.errors import shown
 from hardneg.config.schema import DataSection, EvalSection
 from hardneg.modalities.memory import MemoryTerm
 from hardneg.modalities.readouts import ReadoutEval
+from hardneg.modalities.results import EvalResult
 
 if TYPE_CHECKING:
     from typing import TypeGuard
@@ -103,6 +107,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EvalResult",
+    "EvaluateOption",
     "IdentityViews",
     "ImageViews",
     "Modality",
@@ -110,8 +115,8 @@ __all__ = [
     "TwoViewModality",
     "ViewMaker",
     "dataset_names",
+    "evaluate_owners",
     "get_modality",
-    "register_modality",
     "trains_with_own_step",
 ]
 
@@ -119,14 +124,40 @@ TrainT = TypeVar("TrainT")
 TestT = TypeVar("TestT")
 
 
-@dataclass
-class EvalResult:
-    """Metrics (name → float), the features they were computed from, and seconds taken."""
+@dataclass(frozen=True)
+class EvaluateOption:
+    """An option of ``hardneg evaluate`` that a modality declares (``Modality.evaluate_options``).
 
-    metrics: dict[str, float]
-    train_features: Tensor
-    test_features: Tensor
-    seconds: float
+    The CLI builds ``evaluate``'s extra options from the registered modalities: ``--<name>`` with
+    ``help`` and a value of ``type`` (``str``, ``int``, ``float`` or ``Path``). The values given for a
+    run go to its modality's :meth:`Modality.evaluate_overrides`; an option the run's modality does
+    not declare is an error naming the option and the run's data set.
+
+    Args:
+        name: the option without its dashes (``"senteval"`` for ``--senteval``).
+        help: the option's help text.
+        type: the type of its value.
+
+    Example:
+        >>> EvaluateOption("folds", "cross-validation folds", int).flag
+        '--folds'
+    """
+
+    name: str
+    help: str
+    type: type = str
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier() or self.name.startswith("_"):
+            raise ValueError(f"EvaluateOption.name must be a Python identifier without a leading '_', "
+                             f"got {self.name!r}")
+        if self.type not in (str, int, float, Path):
+            raise ValueError(f"EvaluateOption.type must be str, int, float or Path, got {self.type!r}")
+
+    @property
+    def flag(self) -> str:
+        """The command-line spelling: ``--`` and the name with ``_`` as ``-``."""
+        return "--" + self.name.replace("_", "-")
 
 
 class ViewMaker(Protocol):
@@ -175,6 +206,7 @@ class Modality(ABC, Generic[TrainT, TestT]):
     section: ClassVar[type[DataSection]] = DataSection
     eval_section: ClassVar[type[EvalSection]] = ReadoutEval
     evaluates_itself: ClassVar[bool] = False
+    evaluate_options: ClassVar[tuple[EvaluateOption, ...]] = ()
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
@@ -249,6 +281,25 @@ class Modality(ABC, Generic[TrainT, TestT]):
         sentences).
         """
         return cfg.eval.table_metrics()
+
+    def headline_metrics(self, cfg: RunConfig) -> tuple[str, ...]:
+        """The few metrics that name a run's result at a glance: shown on the progress line of
+        ``compare`` / ``sweep`` and drawn in a sweep's ``accuracy_vs_<key>.png`` (each a subset of
+        :meth:`table_metrics`, in order).
+
+        Default: those its ``eval`` section names (:meth:`EvalSection.headline_metrics`, which
+        defaults to its table's columns).
+        """
+        return cfg.eval.headline_metrics()
+
+    def evaluate_overrides(self, cfg: RunConfig, values: dict[str, Any]) -> dict[str, Any]:
+        """The dotted ``eval.*`` overrides of ``hardneg evaluate`` for the run of ``cfg`` from the
+        values of the modality's :attr:`evaluate_options` that were given (name → value, ``None``
+        left out); raise ``ValueError`` naming the option for a bad value.
+
+        Default: each option sets the ``eval`` key of its name (``--folds 5`` → ``eval.folds=5``).
+        """
+        return {f"eval.{name}": value for name, value in values.items()}
 
     def pictures(self, cfg: RunConfig, split: TestT) -> Tensor | None:
         """The items of ``split`` as images ``(N, C, H, W)`` for the run's figure of hardest
@@ -370,6 +421,14 @@ def get_modality(name: str) -> Modality[Any, Any]:
 def dataset_names() -> tuple[str, ...]:
     """The registered ``data.dataset`` names (the one list of data sets)."""
     return tuple(sorted(_REGISTRY))
+
+
+def evaluate_owners(key: str) -> list[Modality[Any, Any]]:
+    """The registered modalities whose ``eval`` section has the key ``key`` or that declare the
+    ``hardneg evaluate`` option ``key`` (:class:`EvaluateOption`), each once."""
+    unique = {id(m): m for m in _REGISTRY.values()}.values()
+    return [m for m in unique if key in m.eval_section.model_fields
+            or any(o.name == key for o in m.evaluate_options)]
 
 
 # -- 0.2 plug-ins (removed in 0.4) -------------------------------------------------------------------

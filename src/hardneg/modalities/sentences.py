@@ -41,7 +41,7 @@ from hardneg.config import DataSection, UserPath
 from hardneg.config.errors import ConfigError
 from hardneg.config.schema import EvalSection, Section, TrainConfig
 from hardneg.data.text.splits import TokenSplit
-from hardneg.modalities.base import EvalResult, OwnStepModality
+from hardneg.modalities.base import EvalResult, EvaluateOption, OwnStepModality
 from hardneg.modalities.memory import FLOAT, INDEX, MemoryTerm, training_state
 
 if TYPE_CHECKING:
@@ -222,6 +222,11 @@ class Sentences(OwnStepModality[TokenSplit, TokenSplit]):
     section = SentencesData
     eval_section = SentEvalSection
     evaluates_itself = True
+    evaluate_options = (
+        EvaluateOption("senteval", "a folder of SentEval tasks (MR, CR, SUBJ, ... layouts, or your own: "
+                       "NAME/data.tsv or NAME/train.tsv + test.tsv of label<TAB>sentence lines)", Path),
+        EvaluateOption("tasks", "with --senteval: comma-separated tasks (default: every task in the folder)"),
+    )
 
     # -- config time -------------------------------------------------------------------------
     def check(self, cfg: RunConfig) -> None:
@@ -366,6 +371,24 @@ class Sentences(OwnStepModality[TokenSplit, TokenSplit]):
         )
 
     # -- evaluation --------------------------------------------------------------------------------
+    def evaluate_overrides(self, cfg: RunConfig, values: dict[str, Any]) -> dict[str, Any]:
+        """``hardneg evaluate --senteval DIR [--tasks A,B]`` → ``eval.senteval`` and
+        ``eval.senteval_tasks`` (default: every task of the folder)."""
+        from hardneg.senteval.readers import find_tasks
+
+        folder, tasks = values.get("senteval"), values.get("tasks")
+        if folder is None:
+            if tasks is not None:
+                raise ValueError("--tasks needs --senteval DIR")
+            return {}
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise ValueError(f"--senteval must be a folder of SentEval tasks, got '{folder}'")
+        names = [t.strip() for t in str(tasks).split(",") if t.strip()] if tasks else find_tasks(folder)
+        if not names:
+            raise ValueError(f"--senteval '{folder}' holds no task (see {_SENTEVAL_DOCS})")
+        return {"eval.senteval": str(folder), "eval.senteval_tasks": names}
+
     def evaluate(self, cfg: RunConfig, encoder: nn.Module, train: TokenSplit, test: TokenSplit) -> EvalResult:
         from hardneg.evaluate import extract_features
         from hardneg.senteval import evaluate_folder, prepare_senteval

@@ -22,7 +22,7 @@ __all__ = ["configured_encoder", "encoder_config"]
 
 def encoder_config(m: ModelSection) -> ModelSection:
     """``m`` as the section of its encoder: a section validated by the pipeline is returned as is, a
-    bare :class:`~hardneg.config.ModelSection` (``RunConfig()``'s default) is validated with the
+    bare :class:`~hardneg.config.ModelSection` (the section's default) is validated with the
     section registered for ``m.encoder`` (raises :class:`ConfigError` naming the key that does not
     apply or the registered encoders)."""
     from pydantic import ValidationError

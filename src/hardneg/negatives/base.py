@@ -15,7 +15,7 @@ Calling a distribution runs two stages, once per loss evaluation:
    ``weigh`` to supply it.
 
 An engine that never forms the (A, N) scores (the tiled and gathered engines of
-:mod:`hardneg.tiled`) asks the distribution what it needs instead of checking its class
+:mod:`hardneg.engines.tiled`) asks the distribution what it needs instead of checking its class
 (:mod:`hardneg.negatives.tiling`): :meth:`NegativeDistribution.tile_weights` states the weights
 per tile (an exponential tilt, or a streamed Sinkhorn coupling), :meth:`~NegativeDistribution.tile_refusal`
 says why a distribution cannot, and ``per_anchor_weights`` declares weights that read only the
@@ -70,13 +70,13 @@ class NegativeDistribution(nn.Module):
 
     Subclasses implement :meth:`log_weights` (the simplest extension point) or override
     :meth:`weigh`; mask-changing distributions override :meth:`prepare`. To be computed without
-    the (A, N) matrix (:mod:`hardneg.tiled`), a distribution implements :meth:`tile_weights`
+    the (A, N) matrix (:mod:`hardneg.engines.tiled`), a distribution implements :meth:`tile_weights`
     (and sets ``per_anchor_weights = True`` when its weights read only each anchor's own row).
 
     Attributes:
         per_anchor_weights: the weights of anchor i depend only on row i of the (prepared)
             scores, so the gathered engine may weigh each anchor's K drawn negatives alone
-            (:mod:`hardneg.tiled.gathered`). ``False`` by default (e.g. optimal transport, whose
+            (:mod:`hardneg.engines.gathered`). ``False`` by default (e.g. optimal transport, whose
             column marginals need every row).
 
     Shapes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hardneg._lse import masked_logsumexp, masked_tilted_lse
+from hardneg._numerics.lse import masked_logsumexp, masked_tilted_lse
 from hardneg._validation import check_beta
 from hardneg.negatives.base import NegativeDistribution, normalize_log_weights
 from hardneg.negatives.tiling import TileWeights
@@ -87,7 +87,7 @@ def hard_log_weighted_sum(logits: Tensor, mask: Tensor, *, beta: float, num_vali
 
         log Σ_j w_ij e^{s_ij} = lse_j((1+β) s_ij) − lse_j(β s_ij) + log N_i,
 
-    one fused masked pass (:func:`hardneg._lse.masked_tilted_lse`). A β below the dtype's
+    one fused masked pass (:func:`hardneg._numerics.lse.masked_tilted_lse`). A β below the dtype's
     smallest normal number is 0 there, and gives the uniform sum.
 
     Args:
@@ -306,7 +306,7 @@ class Hard(NegativeDistribution):
         closed = None
         if not (self.detach_weights or self.rescale):
 
-            def closed() -> Tensor:  # lse((1+β) s) − lse(β s) + log N_i, one call of hardneg._lse
+            def closed() -> Tensor:  # lse((1+β) s) − lse(β s) + log N_i, one call of hardneg._numerics.lse
                 lse = masked_tilted_lse(
                     scores.logits, scores.mask, 1.0 + beta, beta, nonempty=scores.nonempty, fill=scores.fill
                 )

@@ -224,7 +224,8 @@ class OptimalTransport(NegativeDistribution):
     warning says so.
 
     **Beyond the memory budget** (or ``engine="tiled"``) :class:`~hardneg.ContrastiveLoss` solves
-    the same coupling without the (A, N) matrix (:mod:`hardneg.tiled.coupling`: each Sinkhorn iteration
+    the same coupling without the (A, N) matrix (:mod:`hardneg.engines.tiled.coupling`: each Sinkhorn
+    iteration
     one sweep over row strips recomputed from the embeddings, memory O((A + N)·d + strip)), with
     the same iterates, stopping rule, values and gradients, for ``differentiable=False``, a string
     ``cost`` and the objectives that read ``log Σ_j w_ij e^{s_ij}`` (InfoNCE, Debiased, Logistic).
@@ -330,7 +331,8 @@ class OptimalTransport(NegativeDistribution):
         return self.solve(scores)[0]
 
     def tile_weights(self) -> TileWeights | None:
-        """A streamed Sinkhorn (:mod:`hardneg.tiled.coupling`) for ``differentiable=False`` and a string
+        """A streamed Sinkhorn (:mod:`hardneg.engines.tiled.coupling`) for ``differentiable=False`` and a
+        string
         ``cost``; ``None`` otherwise (:meth:`tile_refusal`)."""
         if self.differentiable or not isinstance(self.cost, str):
             return None

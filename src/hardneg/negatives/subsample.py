@@ -134,9 +134,9 @@ class Subsample(MaskWrapper):
     **Which path** (:meth:`hardneg.ContrastiveLoss.engine_for`): in SimCLR's and the pair layout
     (hence also :class:`~hardneg.queue.QueueLoss`) with a ``base`` whose weights are per anchor
     (``per_anchor_weights``: Uniform, Hard), the gathered
-    engine (:mod:`hardneg.tiled.gathered`) computes only the A·K drawn logits — O(A·K·d), about
+    engine (:mod:`hardneg.engines.gathered`) computes only the A·K drawn logits — O(A·K·d), about
     0.1–0.5× SimCLR's full loss on a CPU — when ``GATHER_CROSSOVER · K ≤ N``
-    (:data:`hardneg.tiled.engine.GATHER_CROSSOVER`, 8 on a CPU); otherwise the draw changes the
+    (:data:`hardneg.engines.tiled.engine.GATHER_CROSSOVER`, 8 on a CPU); otherwise the draw changes the
     (A, N) validity mask of the materialised or tiled engine (cost of the full loss, A·N·d).
     :meth:`~hardneg.ContrastiveLoss.multi_positive` and :meth:`~hardneg.ContrastiveLoss.compute`
     always take the mask path.

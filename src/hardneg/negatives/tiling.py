@@ -1,6 +1,6 @@
 r"""The tiling protocol: what a negative distribution states so that an engine computes it by tiles.
 
-The tiled engine (:mod:`hardneg.tiled`) never forms the (A, N) logits, so it cannot call
+The tiled engine (:mod:`hardneg.engines.tiled`) never forms the (A, N) logits, so it cannot call
 :meth:`~hardneg.negatives.NegativeDistribution.log_weights`. A distribution tiles when it states
 its weights per tile instead, through :meth:`~hardneg.negatives.NegativeDistribution.tile_weights`:
 
@@ -16,12 +16,12 @@ its weights per tile instead, through :meth:`~hardneg.negatives.NegativeDistribu
   β < 0 up-weights the farthest candidates;
 - a **streamed Sinkhorn** ``TileWeights(sinkhorn=SinkhornTiles(...))``: the entropic-OT coupling
   of Jiang, Ishwar, Aeron (arXiv:2111.03169, §VI, eq. (5)–(7)), solved by sweeps over row strips
-  (:mod:`hardneg.tiled.coupling`).
+  (:mod:`hardneg.engines.tiled.coupling`).
 
 A distribution that cannot say either returns ``None`` and explains why in
 :meth:`~hardneg.negatives.NegativeDistribution.tile_refusal`; the engines then refuse it with that
 reason (or, under ``engine="auto"`` within the memory budget, materialise the scores). The
-gathered engine (K drawn negatives per anchor, :mod:`hardneg.tiled.gathered`) needs less: weights
+gathered engine (K drawn negatives per anchor, :mod:`hardneg.engines.gathered`) needs less: weights
 that depend only on each anchor's own row (``per_anchor_weights = True``).
 """
 
@@ -37,7 +37,7 @@ __all__ = ["SinkhornTiles", "TileWeights"]
 
 @dataclass(frozen=True)
 class SinkhornTiles:
-    """The settings of a streamed entropic-OT solve (:func:`hardneg.tiled.coupling.tiled_sinkhorn`).
+    """The settings of a streamed entropic-OT solve (:func:`hardneg.engines.tiled.coupling.tiled_sinkhorn`).
 
     Args:
         epsilon: entropic regularisation ε > 0.

@@ -21,8 +21,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from hardneg._lse import masked_logsumexp
-from hardneg._ramp import Ramp
+from hardneg._numerics.lse import masked_logsumexp
+from hardneg.negatives.ramp import Ramp
 from hardneg.scores import Scores
 
 __all__ = ["WeightedScores"]
@@ -53,7 +53,7 @@ class WeightedScores:
         closed_tilt: β when ``log_weighted_sum`` is ``lse_j((1+β) s_ij) − lse_j(β s_ij) + log N_i``
             over the mask with the gradient through the weights (hard weights' closed form), so
             that an objective may compute it inside its own node
-            (:func:`~hardneg.objectives.debiased_node.tilted_debiased_loss`); ``None``: not known
+            (:func:`~hardneg.engines.fused_node.tilted_debiased_loss`); ``None``: not known
             to be. Uniform weights without a given sum are β = 0 (``lse_j s_ij``).
 
     Shapes:

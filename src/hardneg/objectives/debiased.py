@@ -3,6 +3,7 @@ objective of Robinson et al. (ICLR 2021)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
@@ -11,13 +12,13 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
+from hardneg._numerics.constants import constant
 from hardneg._validation import check_in_interval
 from hardneg.negatives.weighted import WeightedScores
-from hardneg.objectives.base import Objective, log1mexp
-from hardneg.objectives.debiased_node import debiased_grads, debiased_terms, tilted_debiased_loss
+from hardneg.objectives.base import Objective, RowForm, log1mexp
 from hardneg.objectives.prior import TauPlusEstimator
 
-__all__ = ["Debiased", "debiased_log_negative", "log_positive_mean"]
+__all__ = ["Debiased", "debiased_grads", "debiased_log_negative", "debiased_terms", "log_positive_mean"]
 
 
 def debiased_log_negative(
@@ -88,6 +89,83 @@ def debiased_log_negative(
     return torch.maximum(log_num, floor), active
 
 
+def debiased_terms(
+    lws: Tensor, positive: Tensor, log_n: Tensor, tau_plus: float, temperature: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    r"""``(y, em, active)`` of the debiased loss ``L = softplus(y)`` with one positive and τ⁺ > 0:
+    ``y = max(log Neg_i, log N_i − 1/t) − s⁺_i``, ``em = 1 − e^{d_i}`` with
+    ``d_i = log(N_i τ⁺) + s⁺_i − a_i``, and ``active`` where the floor binds. The values of
+    :func:`debiased_log_negative`; what :func:`debiased_grads` reads.
+
+    Args:
+        lws: ``a_i = log Σ_j w_ij e^{s_ij}``.
+        positive: ``s⁺_i``.
+        log_n: ``log N_i``.
+        tau_plus: τ⁺ ∈ (0, 1).
+        temperature: t of the floor ``N_i e^{−1/t}``.
+
+    Shapes:
+        all (A,) → three (A,) tensors (``active`` bool).
+
+    References:
+        Chuang, Robinson, Lin, Torralba, Jegelka, *Debiased Contrastive Learning*, NeurIPS 2020,
+        §3, eq. (6); Robinson, Chuang, Sra, Jegelka, ICLR 2021, eq. (3)–(4) and Fig. 13.
+
+    Example:
+        >>> y, em, active = debiased_terms(torch.tensor([2.0]), torch.tensor([1.0]),
+        ...                                torch.tensor([1.8]), 0.1, 0.5)
+        >>> y.shape, bool(active), bool(em > 0)
+        (torch.Size([1]), False, True)
+    """
+    # the numbers as cached 0-dim tensors (hardneg._numerics.constants): the same values, fewer µs
+    floor = log_n - constant(1.0 / temperature, log_n)
+    d = constant(math.log(tau_plus), log_n) + log_n + positive - lws
+    em = torch.expm1(d).neg_()  # 1 − e^d: > 0 exactly where the numerator is positive
+    log_num = torch.where(d < constant(0.0, d), lws + log1mexp(d), constant(float("-inf"), d))
+    log_num = log_num - constant(math.log1p(-tau_plus), d)
+    return torch.maximum(log_num, floor) - positive, em, log_num <= floor
+
+
+def debiased_grads(
+    grad: Tensor, y: Tensor, em: Tensor, active: Tensor, needs: tuple[bool, bool] = (True, True)
+) -> tuple[Tensor | None, Tensor | None]:
+    r"""``(∂L/∂a, ∂L/∂s⁺)`` of the debiased loss ``L = softplus(y)`` in closed form: the one
+    hand-written backward of the estimator, used by every autograd node that computes it
+    (:class:`Debiased`'s, and the engines' fused nodes :mod:`hardneg.engines.fused_node`).
+
+    ``log Neg = a + log(1 − e^d) − log(1 − τ⁺)`` has ``∂/∂a = 1/(1 − e^d)`` and
+    ``∂/∂s⁺ = −e^d/(1 − e^d)``; with ``g = ∂L/∂L_i · σ(y)``:
+
+        ∂L/∂a = g / (1 − e^d),   ∂L/∂s⁺ = −g / (1 − e^d)    where the floor does not bind,
+        ∂L/∂a = 0,               ∂L/∂s⁺ = −g                  where it binds.
+
+    Args:
+        grad: the upstream gradient ``∂L/∂L_i``.
+        y: the softplus argument (:func:`debiased_terms`).
+        em: ``1 − e^d`` (:func:`debiased_terms`; read only where the floor does not bind).
+        active: where the floor binds.
+        needs: ``(∂L/∂a asked, ∂L/∂s⁺ asked)``; ``None`` for one not asked.
+
+    Shapes:
+        all of one shape (A,) (or (2, B)) → two tensors of that shape (or ``None``).
+
+    References:
+        Chuang, Robinson, Lin, Torralba, Jegelka, NeurIPS 2020, §3, eq. (6) (the estimator
+        differentiated); Robinson, Chuang, Sra, Jegelka, ICLR 2021, eq. (3).
+
+    Example:
+        >>> y, em = torch.tensor([0.5]), torch.tensor([0.6])
+        >>> ga, gp = debiased_grads(torch.ones(1), y, em, torch.tensor([False]))
+        >>> bool(torch.allclose(ga, -gp)), bool(torch.allclose(ga, torch.sigmoid(y) / 0.6))
+        (True, True)
+    """
+    g = torch.sigmoid(y).mul_(grad)
+    h = g / em  # read only where the floor does not bind (em > 0 there)
+    grad_lws = torch.where(active, constant(0.0, h), h) if needs[0] else None
+    grad_pos = torch.where(active, g, h).neg_() if needs[1] else None
+    return grad_lws, grad_pos
+
+
 class _DebiasedLoss(torch.autograd.Function):
     r"""``softplus(log Neg_i − s⁺_i)`` from ``a = log Σ_j w_ij e^{s_ij}`` and ``s⁺`` with one positive
     and τ⁺ > 0, as one autograd node: the forward makes the operators of
@@ -107,16 +185,16 @@ class _DebiasedLoss(torch.autograd.Function):
     def forward(
         ctx: FunctionCtx, lws: Tensor, positive: Tensor, log_n: Tensor, tau_plus: float, temperature: float
     ) -> Tensor:
-        y, d, active = debiased_terms(lws, positive, log_n, tau_plus, temperature)
-        ctx.save_for_backward(y, d, active)
+        y, em, active = debiased_terms(lws, positive, log_n, tau_plus, temperature)
+        ctx.save_for_backward(y, em, active)
         return F.softplus(y)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, None]:
-        y, d, active = ctx.saved_tensors  # type: ignore[attr-defined]
+        y, em, active = ctx.saved_tensors  # type: ignore[attr-defined]
         needs = ctx.needs_input_grad  # type: ignore[attr-defined]
-        grad_lws, grad_pos = debiased_grads(grad, y, d, active, needs)
+        grad_lws, grad_pos = debiased_grads(grad, y, em, active, (needs[0], needs[1]))
         return grad_lws, grad_pos, None, None, None
 
 
@@ -129,16 +207,26 @@ def log_positive_mean(logits: Tensor, positive_mask: Tensor, *, beta: float) -> 
         log[ (1/M) Σ_m e^{(β+1) s⁺_m} / Ẑ_β⁺ ] = LSE_m((β+1) s⁺_m) − LSE_m(β s⁺_m)
 
     (the 1/M factors cancel; β = 0 gives the plain mean ``log (1/M) Σ_m e^{s⁺_m}``): the tilted
-    pair of the negatives' weighted sum over the positives (:func:`hardneg._lse.masked_tilted_lse`,
+    pair of the negatives' weighted sum over the positives (:func:`hardneg._numerics.lse.masked_tilted_lse`,
     cancellation-free for β > 1). Shapes: ``logits`` (A, N), ``positive_mask`` (A, N) bool with at
     least one True per row → (A,).
     """
-    from hardneg._lse import masked_logsumexp, masked_tilted_lse
+    from hardneg._numerics.lse import masked_logsumexp, masked_tilted_lse
 
     if beta > 0.0:
         return masked_tilted_lse(logits, positive_mask, beta + 1.0, beta)
     tilted = masked_logsumexp((beta + 1.0) * logits, positive_mask)  # a tilt of 0 or below
     return tilted - masked_logsumexp(beta * logits, positive_mask)
+
+
+def _debiased_row_loss(
+    lws: Tensor, positive: Tensor, log_n: Tensor, temperature: float, *, tau_plus: float
+) -> Tensor:
+    """``loss(a, s⁺, log N, t)`` of the debiased row form (:func:`debiased_log_negative`)."""
+    log_neg, _ = debiased_log_negative(
+        lws, positive, log_n.exp(), tau_plus=tau_plus, temperature=temperature, log_num_valid=log_n
+    )
+    return F.softplus(log_neg - positive)
 
 
 class Debiased(Objective):
@@ -256,9 +344,6 @@ class Debiased(Objective):
             self.estimator.update(s.positive, s.logits, s.mask)
         tau_plus = self.tau_plus
         if s.positive_mask is None and tau_plus > 0.0 and not torch.compiler.is_compiling():
-            if weighted.closed_tilt is not None and weighted.pending_sum and s.small_dense():
-                # small matrix: the weighted sum, the debiased term and its backward in one node
-                return tilted_debiased_loss(s, beta=weighted.closed_tilt, tau_plus=tau_plus)
             # one positive: one autograd node with the same values (a traced graph fuses anyway)
             out: Tensor = _DebiasedLoss.apply(
                 weighted.log_weighted_sum, s.positive, s.log_num_valid(), tau_plus, s.temperature
@@ -266,6 +351,19 @@ class Debiased(Objective):
             return out
         log_neg, _ = self.log_negative(weighted)
         return F.softplus(log_neg - s.positive)
+
+    def row_form(self) -> RowForm | None:
+        """``RowForm("debiased", τ⁺)`` for a fixed τ⁺ (``None`` with ``tau_plus="auto"``: the
+        estimate reads the whole score matrix); its value is :func:`debiased_terms`' softplus."""
+        if self.estimator is not None:
+            return None
+        tau_plus = self._tau_plus
+        form = self.__dict__.get("_row_form")
+        if form is None or form.tau_plus != tau_plus:  # made once per τ⁺: the per-call path reads it
+            loss = functools.partial(_debiased_row_loss, tau_plus=tau_plus)
+            form = RowForm("debiased", tau_plus, loss=loss)
+            self.__dict__["_row_form"] = form
+        return form
 
     def diagnostics(self, weighted: WeightedScores) -> dict[str, float]:
         """``clamp_fraction``: the fraction of anchors whose floor ``N_i e^{−1/t}`` binds; with

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hardneg._ramp import Ramp
 from hardneg._validation import check_positive
+from hardneg.negatives.ramp import Ramp
 from hardneg.negatives.weighted import WeightedScores
 from hardneg.objectives.base import Objective
 

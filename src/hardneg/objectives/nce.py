@@ -10,10 +10,12 @@ from torch import Tensor
 
 from hardneg._validation import check_positive
 from hardneg.negatives.weighted import WeightedScores
-from hardneg.objectives.base import Objective
+from hardneg.objectives.base import Objective, RowForm
 from hardneg.scores import Scores
 
 __all__ = ["InfoNCE", "info_nce", "partner_cross_entropy", "uniform_cross_entropy"]
+
+_NCE_FORM = RowForm("nce")  # softplus(a − s⁺): the form is stateless, made once
 
 
 def info_nce(
@@ -65,7 +67,8 @@ def uniform_cross_entropy(scores: Scores) -> Tensor:
     matrix, not from the row dot product); one ``log_softmax`` and one ``nll_loss`` (ATen's CPU
     ``logsumexp`` costs several times a ``log_softmax`` on small matrices), whose backward is
     the softmax minus the one-hot of the positive. :class:`InfoNCE` takes it for uniform weights
-    on matrices of at most :data:`~hardneg._lse.DENSE_LSE_MAX` entries (:meth:`Scores.small_dense`).
+    on matrices of at most :attr:`~hardneg._numerics.thresholds.Thresholds.dense_lse_max` entries
+    (:meth:`Scores.small_dense`).
 
     Args:
         scores: the scores, with ``positive_index`` and ``positive_fill``.
@@ -160,6 +163,10 @@ class InfoNCE(Objective):
         # N_i only with a fixed Q: with Q = N_i it cancels (no count is converted per call)
         num_valid = None if self.q is None else s.num_valid()
         return info_nce(weighted.log_weighted_sum, s.positive, num_valid, q=self.q)
+
+    def row_form(self) -> RowForm | None:
+        """``RowForm("nce")`` (``softplus(a − s⁺)``) for the symmetric InfoNCE (``q=None``)."""
+        return _NCE_FORM if self.q is None else None
 
     def _config(self) -> dict[str, object]:
         return {"q": self.q}

@@ -6,8 +6,8 @@ and objectives by name), ``build`` (config → loss, LightningModule, callbacks)
 LightningModule: the one training loop), ``data`` (the Lightning data module), ``engine`` (the
 Trainer), ``experiment`` (train / evaluate a run), ``run_folder`` and ``checkpoints`` (its files),
 ``groups`` (compare and sweep: one runner for groups of runs), ``paired`` (seed-paired
-statistics), ``callbacks``, ``evaluation`` (the engine's readouts), ``history`` (the per-epoch
-``metrics.csv``).
+statistics), ``callbacks``, ``history`` (the per-epoch ``metrics.csv``). The engine's readouts
+(the evaluation of the modalities that have none of their own) are :mod:`hardneg.modalities.readouts`.
 
 Submodules are imported lazily (``hardneg.pipeline.experiment`` pulls in Lightning), so
 ``import hardneg.pipeline`` stays cheap.
@@ -24,7 +24,6 @@ __all__ = [
     "build_loss",
     "build_module",
     "evaluate_run",
-    "register_modality",
     "register_negatives",
     "register_objective",
     "run_compare",
@@ -41,7 +40,6 @@ _WHERE = {
     "build_module": "hardneg.pipeline.build",
     "register_negatives": "hardneg.pipeline.registry",
     "register_objective": "hardneg.pipeline.registry",
-    "register_modality": "hardneg.modalities.base",
     "run_compare": "hardneg.pipeline.groups",
     "run_sweep": "hardneg.pipeline.groups",
 }
@@ -50,4 +48,6 @@ _WHERE = {
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'hardneg.pipeline' has no attribute {name!r}")
+    from hardneg._deprecated import moved_name  # register_modality's 0.2 path
+
+    return moved_name(__name__, name)

@@ -117,14 +117,16 @@ class OnlineKNN(L.Callback):
     """Weighted-kNN top-1 accuracy of the frozen backbone every ``every_n_epochs`` epochs.
 
     HCL §6.3 / Fig. 11 (accuracy vs epochs with k = 200). Only the global-zero process
-    evaluates; the curve is stored in the callback's state, so it survives ``--resume``.
+    evaluates; the curve (``{"epoch": e, metric: accuracy}`` points, ``metric`` named by the
+    readouts that ask for it) is stored in the callback's state, so it survives ``--resume``.
     """
 
-    def __init__(self, *, train_images: Tensor, train_labels: Tensor, test_images: Tensor,
-                 test_labels: Tensor, every_n_epochs: int, k: int = 200, temperature: float = 0.1,
-                 batch_size: int = 512) -> None:
-        self.train_images, self.train_labels = train_images, train_labels
-        self.test_images, self.test_labels = test_images, test_labels
+    def __init__(self, *, train_inputs: Tensor, train_labels: Tensor, test_inputs: Tensor,
+                 test_labels: Tensor, every_n_epochs: int, metric: str, k: int = 200,
+                 temperature: float = 0.1, batch_size: int = 512) -> None:
+        self.train_inputs, self.train_labels = train_inputs, train_labels
+        self.test_inputs, self.test_labels = test_inputs, test_labels
+        self.metric = metric
         self.every_n_epochs = every_n_epochs
         self.k = k
         self.temperature = temperature
@@ -139,12 +141,12 @@ class OnlineKNN(L.Callback):
 
         encoder = cast(Any, pl_module).encoder
         with torch.random.fork_rng(devices=[]):
-            train_h = extract_features(encoder, self.train_images, batch_size=self.batch_size)
-            test_h = extract_features(encoder, self.test_images, batch_size=self.batch_size)
+            train_h = extract_features(encoder, self.train_inputs, batch_size=self.batch_size)
+            test_h = extract_features(encoder, self.test_inputs, batch_size=self.batch_size)
         knn = WeightedKNN(k=self.k, temperature=self.temperature).fit(train_h, self.train_labels)
         acc = float(knn.score(test_h, self.test_labels))
-        self.curve.append({"epoch": float(epoch), "knn_top1": acc})
-        log_now(trainer, {"online/knn_top1": acc})
+        self.curve.append({"epoch": float(epoch), self.metric: acc})
+        log_now(trainer, {f"online/{self.metric}": acc})
 
     def state_dict(self) -> dict[str, Any]:
         return {"curve": list(self.curve)}

@@ -12,11 +12,11 @@ mapping, and setting their ``name`` to another component starts them afresh, so
 ``loss.negatives.name=ot`` never inherits ``beta`` from a previous ``hard``.
 
 >>> from hardneg.config import ConfigError
->>> cfg = load_config("digits", ["loss.negatives.name=hard", "loss.negatives.beta=0.5", "train.epochs=2"])
+>>> cfg = load_config(None, ["loss.negatives.name=hard", "loss.negatives.beta=0.5", "train.epochs=2"])
 >>> cfg.loss.negatives, cfg.train.epochs
 ({'name': 'hard', 'beta': 0.5, 'detach_weights': False, 'rescale': False, 'target_ess': None}, 2)
 >>> try:
-...     load_config("digits", ["loss.negatives.name=hard", "loss.negatives.epsilon=0.5"])
+...     load_config(None, ["loss.negatives.name=hard", "loss.negatives.epsilon=0.5"])
 ... except ConfigError as err:
 ...     for part in str(err).split("; "):
 ...         print(part)
@@ -52,7 +52,7 @@ from hardneg.config import (
     unknown_key,
 )
 from hardneg.config.errors import INT_TEXT_DIGITS
-from hardneg.modalities import Modality, dataset_names, get_modality
+from hardneg.modalities import DEFAULT_DATASET, Modality, dataset_names, get_modality
 from hardneg.modalities.base import trains_with_own_step
 from hardneg.models.sections import encoder_section, encoder_section_names
 
@@ -76,7 +76,7 @@ __all__ = [
 COMPONENT_SECTIONS = ("loss.negatives", "loss.objective")
 _LEAF_DICTS = {"sweep.grid", "trainer", *COMPONENT_SECTIONS}  # dict-valued keys replaced as a whole
 _FREE_SECTIONS = ("trainer",)  # any key (checked against lightning.Trainer by validate())
-_DEFAULT_DATASET: str = DataSection.model_fields["dataset"].default
+_DEFAULT_DATASET: str = DEFAULT_DATASET  # the modalities' default: the shared schema names none
 _DEFAULT_MODE: str = TrainConfig.model_fields["mode"].default
 _DEFAULT_ENCODER: str = ModelSection.model_fields["encoder"].default
 # the keys that choose the schema of a dependent section
@@ -184,7 +184,7 @@ def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> Any:
 
 
 def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
-    """An integer; the text of one longer than Python converts (``train.epochs=1000…0``, 5 000 digits) is
+    """An integer; the text of one longer than Python converts (``train.epochs=1000…0``, a 5 000-digit one) is
     kept as text, which validation refuses naming the key and its range."""
     text = loader.construct_scalar(node)
     if len(text) > INT_TEXT_DIGITS:
@@ -428,7 +428,7 @@ def _unknown(data: dict[str, Any], prefix: str, key: str, valid: list[str]) -> C
 def _defaults(
     dataset: str = _DEFAULT_DATASET, mode: str = _DEFAULT_MODE, encoder: str = _DEFAULT_ENCODER
 ) -> dict[str, Any]:
-    base = RunConfig().model_dump(mode="python")
+    base = RunConfig(data=DataSection(dataset=dataset)).model_dump(mode="python")
     choice = {"data": {"dataset": dataset}, "train": {"mode": mode}, "model": {"encoder": encoder}}
     for name, dep in dependent_sections(choice).items():
         base[name] = dep.defaults(name)
@@ -634,8 +634,8 @@ def _check_dotted(cfg: RunConfig, overrides: dict[str, Any], where: str) -> None
 
 
 def packaged_config_names() -> list[str]:
-    """Names of the configs shipped in ``hardneg/configs`` (usable as ``CONFIG``): ``digits``, …, and
-    those of its folders as ``paper/cifar10_hard``, ``studies/k_digits``."""
+    """Names of the configs shipped in ``hardneg/configs`` (usable as ``CONFIG``), those of its
+    folders as ``<folder>/<name>`` (``paper/…``, ``studies/…``)."""
     folder = resources.files("hardneg") / "configs"
     names = [p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")]
     for sub in folder.iterdir():
@@ -691,10 +691,11 @@ def load_config(
     """Load a YAML config (path or packaged name; ``None`` = defaults) and apply overrides.
 
     The defaults of ``data`` and ``eval`` are those of the modality of the file's ``data.dataset``
-    (``digits`` without one), those of ``moco`` those of its ``train.mode``, those of ``model`` those
-    of its ``model.encoder``; an override of ``data.dataset`` to another modality's data set (of
-    ``train.mode``, of ``model.encoder``) starts those sections anew, keeping the values of the keys
-    both schemas have. A run folder's ``config.yaml`` written by an older hardneg may hold ``eval`` /
+    (:data:`hardneg.modalities.DEFAULT_DATASET` without one), those of ``moco`` those of its
+    ``train.mode``, those of ``model`` those of its ``model.encoder``; an override of
+    ``data.dataset`` to another modality's data set (of ``train.mode``, of ``model.encoder``) starts
+    those sections anew, keeping the values of the keys both schemas have.
+    A run folder's ``config.yaml`` written by an older hardneg may hold ``eval`` /
     ``moco`` / ``model`` keys that do not apply: they had no effect, and are dropped. ``check_groups``:
     also validate the compare strategies and sweep points (the group runner validates the jobs of
     the group it runs anyway, before writing anything).
@@ -723,8 +724,8 @@ def load_config(
 def _name_the_data(cfg: dict[str, Any], overrides: dict[str, Any]) -> None:
     """A run whose data set was changed by an override is named after it, unless ``name`` is given.
 
-    ``hardneg train graphs data.dataset=tu data.name=MUTAG`` writes ``runs/graphs-tu-MUTAG``, not
-    ``runs/graphs`` (and ``fashion_mnist data.dataset=mnist`` is not named Fashion-MNIST).
+    ``hardneg train CONFIG data.dataset=D data.name=N`` writes ``runs/<name>-D-N``, not
+    ``runs/<name>``: a config of one data set run on another is not named after the first.
     """
     if "name" in overrides or not isinstance(cfg.get("data"), dict):
         return
@@ -747,18 +748,9 @@ def dump_yaml(cfg: RunConfig) -> str:
     return yaml.safe_dump(config_to_dict(cfg), sort_keys=False)
 
 
-_MOVED = frozenset({"CompareConfig", "ConfigError", "DataSection", "EvalSection", "LossConfig", "MocoConfig",
-                    "MocoSection", "ModelSection", "RunConfig", "SweepConfig", "TrainConfig"})
-
-
 def __getattr__(name: str) -> Any:
-    """The config vocabulary's 0.2 import path (``hardneg.pipeline.config.X``), with a warning."""
-    if name in _MOVED:
-        import warnings
+    """The config vocabulary's 0.2 import path (``hardneg.pipeline.config.X``), with a warning
+    (:data:`hardneg._deprecated.NAMES`)."""
+    from hardneg._deprecated import moved_name
 
-        import hardneg.config
-
-        warnings.warn(f"import {name} from hardneg.config (its one import path); hardneg.pipeline.config's "
-                      "re-export is removed in 0.4", DeprecationWarning, stacklevel=2)
-        return getattr(hardneg.config, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)

@@ -26,7 +26,8 @@ from hardneg.config import RunConfig
 from hardneg.data.vectors import Split, split_inputs
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
-from hardneg.modalities.readouts import ReadoutEval
+from hardneg.modalities.base import EvalResult, evaluate_owners
+from hardneg.modalities.readouts import ONLINE_METRIC, ReadoutEval, evaluate_encoder
 from hardneg.pipeline.build import build_module
 from hardneg.pipeline.callbacks import OnlineKNN, PhaseTimer, RunIdentity
 from hardneg.pipeline.checkpoints import (
@@ -40,7 +41,6 @@ from hardneg.pipeline.checkpoints import (
 )
 from hardneg.pipeline.config import dump_yaml, load_config
 from hardneg.pipeline.data import ContrastiveDataModule
-from hardneg.pipeline.evaluation import EvalResult, evaluate_encoder
 from hardneg.pipeline.module import ContrastiveModule
 from hardneg.pipeline.provenance import PROVENANCE_FILE, provenance
 from hardneg.pipeline.resources import check_memory, stage
@@ -65,7 +65,6 @@ __all__ = [
     "RunExists",
     "RunResult",
     "TrainingStopped",
-    "check_senteval_run",
     "evaluate_run",
     "interrupt_signals",
     "load_data",
@@ -91,7 +90,7 @@ def thread_limits(threads: int | None) -> Iterator[None]:
     """Limit torch intra-op threads and BLAS/OpenMP pools (scikit-learn) to ``threads``.
 
     Small ops on few shared cores are much faster single-threaded: on a 2-core machine with
-    other load, a 2-thread L-BFGS readout of digits took 4 s instead of 0.02 s.
+    other load, a 2-thread L-BFGS readout of 1 797 vectors took 4 s instead of 0.02 s.
     """
     if threads is None:
         yield
@@ -180,14 +179,15 @@ def _train_run(cfg: RunConfig, run: Path, *, resume: bool, quiet: bool) -> RunRe
     e = cfg.eval
     if isinstance(e, ReadoutEval) and e.every_n_epochs > 0:  # the engine readouts' online kNN
         online = OnlineKNN(
-            train_images=split_inputs(train)[train.labels >= 0],
+            train_inputs=split_inputs(train)[train.labels >= 0],
             train_labels=train.labels[train.labels >= 0],
-            test_images=split_inputs(test),
+            test_inputs=split_inputs(test),
             test_labels=test.labels,
             every_n_epochs=e.every_n_epochs,
             k=e.knn_k,
             temperature=e.knn_temperature,
             batch_size=e.batch_size,
+            metric=ONLINE_METRIC,
         )
         callbacks.append(online)
     t = cfg.train
@@ -292,7 +292,7 @@ def _evaluate_and_write(
             fig_dir / "cosine_histograms.png",
             title="cosine similarity of test representations",
         )
-        pictures = modality.pictures(cfg, test)  # a grid of images; data without a picture has none
+        pictures = modality.pictures(cfg, test)  # a grid of pictures; data without one has none
         if pictures is not None:
             figures.hardest_negatives_grid(
                 pictures, res.test_features, test.labels, fig_dir / "hardest_negatives.png", seed=cfg.seed
@@ -307,7 +307,7 @@ def _evaluate_and_write(
             )
         if online:
             figures.curves(
-                {"kNN top-1": [(r["epoch"], r["knn_top1"], 0.0) for r in online]},
+                {"kNN top-1": [(r["epoch"], r[ONLINE_METRIC], 0.0) for r in online]},
                 fig_dir / "knn_vs_epochs.png",
                 xlabel="epoch",
             )
@@ -324,8 +324,8 @@ def _evaluate_and_write(
 
 
 def _evaluate_views(cfg: RunConfig, module: ContrastiveModule, train: Split, test: Split) -> EvalResult:
-    """Linear / kNN / mean-classifier / k-wise readouts of the backbone's ``h`` (images, vectors),
-    as the run's ``eval`` section sets them (:meth:`~hardneg.modalities.readouts.ReadoutEval.readouts`)."""
+    """Linear / kNN / mean-classifier / k-wise readouts of the backbone's ``h``, as the run's
+    ``eval`` section sets them (:meth:`~hardneg.modalities.readouts.ReadoutEval.readouts`)."""
     e = cfg.eval
     if not isinstance(e, ReadoutEval):
         raise TypeError(
@@ -353,8 +353,9 @@ def evaluate_run(
     with its checkpoint, the epochs it finished, its global step and whether it is this run's —
     never over them:
 
-    - ``overrides`` of evaluation settings (dotted ``eval.*`` keys, e.g. ``{"eval.senteval":
-      "path/to/senteval", "eval.senteval_tasks": ["MR", "spam"]}``);
+    - ``overrides`` of evaluation settings (dotted ``eval.*`` keys of the run's modality's ``eval``
+      section, e.g. ``{"eval.knn_k": 20}``; those of ``hardneg evaluate``'s options come from
+      :meth:`~hardneg.modalities.Modality.evaluate_overrides`);
     - a checkpoint of an earlier epoch of this run (an older ``epochNNN.ckpt``, a mid-epoch
       ``interrupted.ckpt``, or the newest intact one when the final ones are damaged);
     - a checkpoint of another run: each checkpoint records the digest of its run's config
@@ -370,8 +371,8 @@ def evaluate_run(
     The default checkpoint is the run's newest intact one (``last.ckpt`` unless it is damaged;
     see :func:`hardneg.pipeline.checkpoints.newest_intact_checkpoint`). A damaged checkpoint, or
     one whose weights do not fit the run's model, raises
-    :class:`~hardneg.pipeline.checkpoints.CheckpointError`; so does ``eval.senteval`` on a run
-    that is not trained on sentences (a ``ValueError`` naming ``--senteval``). When it writes
+    :class:`~hardneg.pipeline.checkpoints.CheckpointError`; an ``eval`` key of another modality's
+    evaluation is a ``ValueError`` naming the modalities it applies to. When it writes
     (``write`` or ``figures_on``) it holds the run folder's lock
     (:func:`~hardneg.pipeline.run_folder.run_lock`): a folder another process is writing raises
     :class:`~hardneg.pipeline.run_folder.RunLocked` naming that process.
@@ -384,7 +385,7 @@ def evaluate_run(
     outside = sorted(k for k in extra if not k.startswith("eval."))
     if outside:
         raise ValueError(f"overrides of a saved run may change eval.* keys only, got {outside}")
-    _check_senteval(load_config(cfg_path), extra, run)  # before the override is refused as a key
+    _check_eval_keys(load_config(cfg_path), extra, run)  # before the override is refused as a key
     saved = load_config(cfg_path, extra)
     # Writing (metrics, figures, removing a killed save's temporary files) needs the folder's
     # lock, taken before anything is touched; a read-only evaluation removes nothing.
@@ -413,24 +414,20 @@ def evaluate_run(
 _FOREIGN = "a checkpoint of another run"
 
 
-def check_senteval_run(run_dir: str | Path) -> None:
-    """Raise ``ValueError`` naming ``--senteval`` when the run in ``run_dir`` is not trained on sentences."""
-    run = Path(run_dir)
-    if (run / "config.yaml").is_file():
-        _check_senteval(load_config(run / "config.yaml"), {"eval.senteval": True}, run)
-
-
-def _check_senteval(cfg: RunConfig, overrides: dict[str, Any], run: Path) -> None:
-    """``--senteval`` (``eval.senteval``) evaluates the runs whose modality's ``eval`` section has
-    SentEval's keys (sentence encoders) only."""
-    if overrides.get("eval.senteval") is None:
-        return
+def _check_eval_keys(cfg: RunConfig, overrides: dict[str, Any], run: Path) -> None:
+    """An ``eval.*`` override that another modality's evaluation reads, not the run's, is a
+    ``ValueError`` naming the modalities it applies to and the run's data set."""
     modality = get_modality(cfg.data.dataset)
-    if "senteval" not in modality.eval_section.model_fields:
-        raise ValueError(
-            f"--senteval (eval.senteval) evaluates runs trained on sentences; the run '{run}' was trained "
-            f"on data set '{cfg.data.dataset}' ({modality.name})"
-        )
+    for dotted in overrides:
+        key = dotted.removeprefix("eval.")
+        if key in modality.eval_section.model_fields:
+            continue
+        owners = sorted({m.name for m in evaluate_owners(key)})
+        if owners:
+            raise ValueError(
+                f"{dotted} evaluates runs of {', '.join(owners)}; the run '{run}' was trained on data set "
+                f"'{cfg.data.dataset}' ({modality.name})"
+            )
 
 
 def _not_the_final_checkpoint(cfg: RunConfig, run: Path, ckpt: Path, state: dict[str, Any]) -> str | None:

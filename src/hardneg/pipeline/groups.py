@@ -42,6 +42,7 @@ from hardneg._io import PARTIAL_SUFFIX, atomic_write_text
 from hardneg.config import ConfigError, RunConfig
 from hardneg.figures import training as figures
 from hardneg.modalities import get_modality
+from hardneg.modalities.readouts import ONLINE_METRIC
 from hardneg.pipeline.config import dump_yaml, flat_config, with_overrides
 from hardneg.pipeline.resources import check_group_memory
 from hardneg.pipeline.run_folder import (
@@ -71,6 +72,7 @@ __all__ = [
     "compare_arms",
     "format_table",
     "grid_points",
+    "headline_metrics",
     "paired_table",
     "point_label",
     "prepare_root",
@@ -90,11 +92,29 @@ def table_metrics(configs: Iterable[RunConfig]) -> tuple[str, ...]:
     (:meth:`~hardneg.modalities.Modality.table_metrics`), in order, each once.
 
     >>> from hardneg.pipeline.config import load_config
-    >>> table_metrics([load_config("graphs")])
-    ('svm_cv', 'logistic_cv')
+    >>> cfg = load_config("graphs")
+    >>> table_metrics([cfg, cfg]) == get_modality(cfg.data.dataset).table_metrics(cfg) != ()
+    True
     """
     names = [m for c in configs for m in get_modality(c.data.dataset).table_metrics(c)]
     return tuple(dict.fromkeys(names))
+
+
+def headline_metrics(configs: Iterable[RunConfig]) -> tuple[str, ...]:
+    """The few metrics that name a group's results at a glance (its progress line, a sweep's
+    ``accuracy_vs_<key>.png``): those each run's modality names for its config
+    (:meth:`~hardneg.modalities.Modality.headline_metrics`), in order, each once."""
+    names = [m for c in configs for m in get_modality(c.data.dataset).headline_metrics(c)]
+    return tuple(dict.fromkeys(names))
+
+
+def short_name(metric: str) -> str:
+    """A metric's name on the progress line and in a figure's legend: its first ``_``-separated word.
+
+    >>> short_name("top1_of_something")
+    'top1'
+    """
+    return metric.split("_")[0]
 
 
 @dataclass
@@ -109,6 +129,7 @@ class CompareResult:
     seconds: float = 0.0
     written: list[Path] = field(default_factory=list)  # the group's own files, figures included
     metrics: tuple[str, ...] = ()
+    headline: tuple[str, ...] = ()  # the metrics of the series figures (:func:`headline_metrics`)
 
 
 def aggregate(runs: dict[str, list[RunResult]]) -> dict[str, dict[str, tuple[float, float]]]:
@@ -248,12 +269,12 @@ def run_many(
     from hardneg.pipeline.workers import run_supervised
 
     def report(i: int, res: tuple[RunResult | None, str]) -> None:
-        label, seed = jobs[i][0], jobs[i][1]
+        label, seed, cfg = jobs[i][0], jobs[i][1], jobs[i][2]
         if quiet or res[0] is None:
             return
         acc = ", ".join(
-            f"{m.split('_')[0]} {100 * res[0].eval[m]:.1f}"
-            for m in ("linear_top1", "knn_top1", "mean_top1", "svm_cv", "logistic_cv", "mr_acc", "trec_acc")
+            f"{short_name(m)} {100 * res[0].eval[m]:.1f}"
+            for m in headline_metrics([cfg])
             if m in res[0].eval
         )
         echo(f"[{i + 1}/{len(jobs)}] {label} seed {seed}: {acc} ({res[1]})")
@@ -575,6 +596,7 @@ def run_group(
             table=aggregate(runs),
             timing=sum_timing([r for rs in runs.values() for r in rs]),
             metrics=table_metrics(sub for _, _, sub, _ in jobs),
+            headline=headline_metrics(sub for _, _, sub, _ in jobs),
         )
         result.written = _write_group(
             cfg, kind, result, {a.label: a.point for a in arms}, configs,
@@ -784,7 +806,7 @@ def _group_figures(
             continue
         path = fig / f"accuracy_vs_{key.split('.')[-1]}.png"
         figures.curves(
-            _series_along(key, result.runs, points, result.metrics),
+            _series_along(key, result.runs, points, result.headline),
             path,
             xlabel=key,
             title=f"accuracy vs {key} ({spread})",
@@ -804,7 +826,7 @@ def _epoch_series(runs: dict[str, list[RunResult]]) -> dict[str, list[tuple[floa
         by_epoch: dict[float, list[float]] = defaultdict(list)
         for r in results:
             for point in r.online:
-                by_epoch[point["epoch"]].append(point["knn_top1"])
+                by_epoch[point["epoch"]].append(point[ONLINE_METRIC])
         if by_epoch:
             series[label] = [(e, float(np.mean(v)), _std(np.array(v))) for e, v in sorted(by_epoch.items())]
     return series
@@ -813,15 +835,16 @@ def _epoch_series(runs: dict[str, list[RunResult]]) -> dict[str, list[tuple[floa
 def _series_along(
     key: str, runs: dict[str, list[RunResult]], labels: dict[str, dict[str, Any]], metrics: tuple[str, ...]
 ) -> dict[str, list[tuple[float, float, float]]]:
-    """Lines ``metric [other keys]`` of (value of ``key``, mean, std)."""
+    """Lines ``metric [other keys]`` of (value of ``key``, mean, std), one per metric of ``metrics``
+    (the group's :func:`headline_metrics`) that a run reported."""
     groups: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     for label, results in runs.items():
         point = labels[label]
         rest = ",".join(f"{k.split('.')[-1]}={v}" for k, v in point.items() if k != key)
-        for metric in ("linear_top1", "knn_top1", "mean_top1"):
+        for metric in metrics:
             vals = np.array([r.eval[metric] for r in results if metric in r.eval], dtype=float)
-            if vals.size == 0 or metric not in metrics:
+            if vals.size == 0:
                 continue
-            name = metric.replace("_top1", "") + (f" [{rest}]" if rest else "")
+            name = short_name(metric) + (f" [{rest}]" if rest else "")
             groups[name].append((float(point[key]), float(vals.mean()), _std(vals)))
     return dict(groups)

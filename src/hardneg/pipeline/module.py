@@ -61,8 +61,8 @@ class ContrastiveModule(L.LightningModule):
         loss: the contrastive loss (its ``negatives`` may be re-parameterised by callbacks,
             e.g. β annealing).
         views: the modality's view maker, ``views(x, x2, generator=g) -> (v1, v2)`` (see
-            :class:`~hardneg.modalities.base.ViewMaker`): batched augmentation for images, the
-            given pairs for the latent-class simulator's vectors; ``None`` with ``step``.
+            :class:`~hardneg.modalities.base.ViewMaker`): a batched augmentation, or the given
+            pairs as they are; ``None`` with ``step``.
         mode: ``"simclr"`` or ``"moco"``.
         seed: seed of the per-step generators.
         optimizer: ``"adam"`` or ``"sgd"``; ``lr``, ``weight_decay``, ``sgd_momentum``.

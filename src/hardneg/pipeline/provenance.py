@@ -18,8 +18,7 @@ package, the files of its folder) and, for a module outside the standard library
 site-packages (a plug-in of one's own), the file of every module it imports from outside them,
 transitively (:func:`import_files`: a plug-in's own ``utils`` too). ``data`` hashes the files and folders
 the modality reports (:meth:`~hardneg.modalities.base.Modality.data_files`); embedded data
-(digits, the latent-class simulator, synthetic graphs) has none: its generator settings are the
-config's keys.
+(bundled with a library, or generated) has none: its generator settings are the config's keys.
 
 A group (``compare``, ``sweep``, ``reproduce``) reuses a finished run only when
 :func:`stale_provenance` finds nothing: ``config.yaml`` and ``provenance.json`` both present, the

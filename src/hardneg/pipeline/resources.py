@@ -99,15 +99,16 @@ def queue_terms(cfg: RunConfig, anchors: int) -> list[MemoryTerm]:
 
 
 def evaluation_terms(cfg: RunConfig, modality: Modality) -> list[MemoryTerm]:
-    """The engine's k-wise evaluation (``eval.kwise`` with the mean classifier, or
-    ``eval.latent_table``): ``eval.kwise_tasks`` sampled tasks, each a numpy array of ``k + 1``
-    class indices (none for a modality with its own evaluation)."""
+    """The engine's k-wise evaluation (the task sizes its ``eval`` section samples,
+    :meth:`~hardneg.modalities.readouts.ReadoutEval.sampled_task_sizes`): ``eval.kwise_tasks``
+    sampled tasks, each a numpy array of ``k + 1`` class indices (none for a modality with its own
+    evaluation)."""
     from hardneg.modalities.readouts import ReadoutEval
 
     e = cfg.eval
     if modality.evaluates_itself or not isinstance(e, ReadoutEval):
         return []
-    ks = [*(e.kwise if e.mean_classifier else []), *((1, 9) if e.readouts()["latent_table"] else ())]
+    ks = e.sampled_task_sizes()
     if not ks:
         return []
     k = max(ks)

@@ -17,7 +17,7 @@ A run folder holds::
     checkpoints/           last.ckpt (every epoch), epochNNN.ckpt, interrupted.ckpt (a damaged
                            one set aside as <name>.damaged)
     logs/tensorboard/      step-level values (when TensorBoard is installed): event files, hparams.yaml
-    figures/               cosine histograms, hardest negatives (images only), loss (and kNN) curves
+    figures/               cosine histograms, hardest negatives (data with pictures), loss (and kNN) curves
 
 Every file is written atomically (:mod:`hardneg._io`). ``hardneg compare`` and ``hardneg sweep``
 use the same writers (:func:`csv_text`, :func:`timing_lines`, :func:`load_result`).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hardneg._constants import constant
+from hardneg._numerics.constants import constant
 
 __all__ = ["REDUCTIONS", "check_reduction", "reduce"]
 

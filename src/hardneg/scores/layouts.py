@@ -16,8 +16,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from hardneg._constants import cached_tensors, constant
-from hardneg._lse import DENSE_LSE_MAX
+from hardneg._numerics.constants import cached_tensors, constant
+from hardneg._numerics.thresholds import THRESHOLDS
 from hardneg._validation import (
     check_embeddings,
     check_finite_tensor,
@@ -526,7 +526,7 @@ def simclr_layout(
     validate: bool = True,
 ) -> Scores:
     """:func:`simclr_scores` after its shape checks: the caller has run :func:`check_two_views`
-    (which returned ``b``) and checked the temperature, as :func:`hardneg.loss_engines.two_view_loss`
+    (which returned ``b``) and checked the temperature, as :func:`hardneg.engines.dispatch.two_view_loss`
     does before it chooses the engine, so a call makes them once. ``B ≥ 2`` and the labels are
     checked here.
 
@@ -608,7 +608,8 @@ class SimCLRConstants(NamedTuple):
     negatives and the partner (``−inf`` on the diagonal only).
 
     The two additive (2B, 2B) masks save operators only on small matrices, the route of
-    :meth:`~hardneg.scores.Scores.small_dense` (at most :data:`~hardneg._lse.DENSE_LSE_MAX`
+    :meth:`~hardneg.scores.Scores.small_dense` (at most
+    :attr:`~hardneg._numerics.thresholds.Thresholds.dense_lse_max`
     entries): above it they are ``None`` (the mask is applied by ``masked_fill``, the same values),
     so the cache never keeps a logits-sized tensor (256 MiB each at B = 4096)."""
 
@@ -633,7 +634,7 @@ def simclr_constants(b: int, dtype: torch.dtype, device: torch.device) -> SimCLR
 
     Shapes:
         mask, fill and partner_fill (2B, 2B); counts, num_valid, log_num_valid and partner (2B,);
-        fill, partner and partner_fill ``None`` above ``DENSE_LSE_MAX`` entries.
+        fill, partner and partner_fill ``None`` above ``THRESHOLDS.dense_lse_max`` entries.
 
     References:
         Chen, Kornblith, Norouzi and Hinton, ICML 2020, eq. (1) (the 2B − 2 negatives of each view).
@@ -646,7 +647,7 @@ def simclr_constants(b: int, dtype: torch.dtype, device: torch.device) -> SimCLR
     mask = simclr_mask(b, device)
     counts = simclr_counts(b, device)
     num_valid = counts.to(dtype)
-    if mask.numel() > DENSE_LSE_MAX:  # large: no logits-sized constant kept (see SimCLRConstants)
+    if mask.numel() > THRESHOLDS.dense_lse_max:  # large: no logits-sized constant kept (see SimCLRConstants)
         return SimCLRConstants(mask, None, counts, num_valid, num_valid.log(), None, None)
     fill = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill_(~mask, float("-inf"))
     partner = (torch.arange(2 * b, device=device) + b) % (2 * b)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hardneg._lse import masked_logsumexp
+from hardneg._numerics.lse import masked_logsumexp
 from hardneg._validation import check_embeddings, check_finite_tensor, check_same_device, check_temperature
 from hardneg.scores.layouts import _check_logit_range, _prepare, compute_dtype
 from hardneg.scores.value import Scores

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
-from hardneg._lse import DENSE_LSE_MAX
+from hardneg._numerics.thresholds import THRESHOLDS
 
 __all__ = ["Scores", "count_valid", "same_label"]
 
@@ -184,13 +184,14 @@ class Scores:
     def small_dense(self) -> bool:
         """Whether these scores take the small-matrix route of the objectives (ATen's dense
         operators and one-node closed forms): an additive mask (``fill``), every row non-empty
-        (``nonempty``), one positive per anchor and at most :data:`~hardneg._lse.DENSE_LSE_MAX`
+        (``nonempty``), one positive per anchor and at most
+        :attr:`~hardneg._numerics.thresholds.Thresholds.dense_lse_max`
         entries (B = 128 in SimCLR's layout)."""
         return (
             self.fill is not None
             and self.nonempty
             and self.positive_mask is None
-            and self.logits.numel() <= DENSE_LSE_MAX
+            and self.logits.numel() <= THRESHOLDS.dense_lse_max
         )
 
     def masked_logits(self) -> Tensor:
