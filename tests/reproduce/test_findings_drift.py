@@ -269,7 +269,7 @@ def test_source_commit_outside_and_inside_a_git_work_tree(tmp_path: Path) -> Non
 def test_docs_claims_states_the_small_familys_size_the_code_fixes() -> None:
     """docs/claims.md gives the Holm family of the small budget (claims and hypotheses); it is
     counted here from the code, so adding a claim without updating the page fails."""
-    from hardneg.reproduce.claims import planned_claims
+    from hardneg.reproduce.design import planned_claims
     from hardneg.reproduce.statistics import hypotheses
 
     claims = planned_claims("small")

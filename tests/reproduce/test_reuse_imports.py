@@ -65,7 +65,7 @@ def test_only_data_installed_apart_is_loaded_to_see_whether_an_experiment_can_ru
     """Embedded data (motifs, latent, digits) is always there: loading it to check would import
     PyTorch Geometric for the motifs on every reused make run (about 3 s)."""
     from hardneg import modalities
-    from hardneg.reproduce.claims import EXPERIMENTS
+    from hardneg.reproduce.design import EXPERIMENTS
     from hardneg.reproduce.run import _missing, experiment_config
 
     loaded: list[str] = []

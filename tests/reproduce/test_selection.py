@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from hardneg.pipeline import groups
-from hardneg.reproduce.claims import EXPERIMENTS, Selection
+from hardneg.reproduce.claims import Selection
+from hardneg.reproduce.design import EXPERIMENTS
 from hardneg.reproduce.run import experiment_config, select_setting
 
 

@@ -59,7 +59,7 @@ def _snapshot_claims(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _contrast(claim_id: str, group: str) -> Any:
     """The claim's definition as the report used it (arms and weights: data, not statistics)."""
-    from hardneg.reproduce.claims import CLAIMS, EXPERIMENTS
+    from hardneg.reproduce.design import CLAIMS, EXPERIMENTS
 
     claim = next(c for c in CLAIMS if c.id == claim_id)
     return claim.measured_in(EXPERIMENTS[group]) if group in EXPERIMENTS else claim

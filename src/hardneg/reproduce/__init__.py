@@ -6,7 +6,8 @@ minimum detectable effects, the verdicts) and
 :mod:`hardneg.reproduce.run` (the runs and the report).
 """
 
-from hardneg.reproduce.claims import CLAIMS, EXPERIMENTS, Claim, Experiment, Selection
+from hardneg.reproduce.claims import Claim, Experiment, Selection
+from hardneg.reproduce.design import CLAIMS, EXPERIMENTS
 from hardneg.reproduce.statistics import ClaimResult, ClaimTest, judge
 
 __all__ = [

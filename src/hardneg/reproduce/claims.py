@@ -22,10 +22,7 @@ from typing import Any
 
 from hardneg.reproduce.statistics import ClaimTest
 
-__all__ = [
-    "BUDGETS", "CLAIMS", "EXPERIMENTS", "Claim", "Experiment", "OptimumShift", "Selection", "Term",
-    "planned_claims",
-]
+__all__ = ["BUDGETS", "Claim", "Experiment", "OptimumShift", "Selection", "Term"]
 
 BUDGETS = ("small", "medium", "full", "paper")
 
@@ -198,43 +195,3 @@ def _trend(metric: str, levels: dict[str, float]) -> tuple[Term, ...]:
     mean = sum(levels.values()) / len(levels)
     ss = sum((x - mean) ** 2 for x in levels.values())
     return tuple(Term(name, metric, (x - mean) / ss) for name, x in levels.items())
-
-
-def _union() -> tuple[dict[str, Experiment], tuple[Claim, ...]]:
-    """Every budget's experiments (their budgets merged) and claims (the first budget's entry, with
-    every budget that plans it), read from the design files (:mod:`hardneg.reproduce.design`)."""
-    from hardneg.reproduce.design import BUDGETS as ALL
-    from hardneg.reproduce.design import load_design
-
-    exps: dict[str, Experiment] = {}
-    claims: dict[str, Claim] = {}
-    for budget in ALL:
-        d = load_design(budget)
-        for eid, e in d.experiments.items():
-            exps[eid] = e if eid not in exps else replace(
-                exps[eid], budgets={**exps[eid].budgets, **e.budgets},
-                selection=exps[eid].selection or e.selection)
-        for c in d.claims:
-            claims[c.id] = c if c.id not in claims else replace(claims[c.id],
-                                                                budgets=(*claims[c.id].budgets, budget))
-    return exps, tuple(claims.values())
-
-
-CLAIMS: tuple[Claim, ...]  # bound on first use by __getattr__ below
-EXPERIMENTS: dict[str, Experiment]
-
-
-def __getattr__(name: str) -> Any:
-    """``CLAIMS`` and ``EXPERIMENTS``: every budget's, read from the design files when first used."""
-    if name in ("CLAIMS", "EXPERIMENTS"):
-        exps, claims = _union()
-        globals().update(EXPERIMENTS=exps, CLAIMS=claims)
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def planned_claims(budget: str) -> list[Claim]:
-    """The Holm family of ``budget``, fixed in its design file: every claim of it but theorem checks."""
-    from hardneg.reproduce.design import load_design
-
-    return load_design(budget).family

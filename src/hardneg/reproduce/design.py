@@ -25,18 +25,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from hardneg.reproduce.claims import Claim, Experiment, OptimumShift, Selection, Term
+from hardneg.reproduce.claims import BUDGETS, Claim, Experiment, OptimumShift, Selection, Term
 from hardneg.reproduce.statistics import ClaimTest, design_sd
 
-__all__ = ["BUDGETS", "DESIGNS", "Design", "Pilot", "claims_table", "design_path", "load_design"]
+__all__ = [
+    "BUDGETS", "CLAIMS", "DESIGNS", "EXPERIMENTS", "Design", "Pilot", "claims_table", "design_path",
+    "load_design", "planned_claims",
+]
 
 DESIGNS = Path(__file__).parent / "designs"
-BUDGETS = ("small", "medium", "full", "paper")
 _QUESTIONS = ("effect", "size")
 
 
@@ -294,3 +296,38 @@ def claims_table(budget: str) -> str:
         lines.append(f"| {c.id} | “{quote}” | {delta} | {source.replace('|', '/')} | {test} "
                      f"| {c.question or 'size'} |")
     return "\n".join(lines)
+
+
+def planned_claims(budget: str) -> list[Claim]:
+    """The Holm family of ``budget``, fixed in its design file: every claim of it but theorem checks."""
+    return load_design(budget).family
+
+
+def _union() -> tuple[dict[str, Experiment], tuple[Claim, ...]]:
+    """Every budget's experiments (their budgets merged) and claims (the first budget's entry, with
+    every budget that plans it), read from the design files."""
+    exps: dict[str, Experiment] = {}
+    claims: dict[str, Claim] = {}
+    for budget in BUDGETS:
+        d = load_design(budget)
+        for eid, e in d.experiments.items():
+            exps[eid] = e if eid not in exps else replace(
+                exps[eid], budgets={**exps[eid].budgets, **e.budgets},
+                selection=exps[eid].selection or e.selection)
+        for c in d.claims:
+            claims[c.id] = c if c.id not in claims else replace(claims[c.id],
+                                                                budgets=(*claims[c.id].budgets, budget))
+    return exps, tuple(claims.values())
+
+
+CLAIMS: tuple[Claim, ...]  # every budget's claims, bound on first use by __getattr__ below
+EXPERIMENTS: dict[str, Experiment]
+
+
+def __getattr__(name: str) -> Any:
+    """``CLAIMS`` and ``EXPERIMENTS``: every budget's, read from the design files when first used."""
+    if name in ("CLAIMS", "EXPERIMENTS"):
+        exps, claims = _union()
+        globals().update(EXPERIMENTS=exps, CLAIMS=claims)
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -126,7 +126,7 @@ def _status(r: dict[str, Any]) -> str:
 
 def _count(rows: list[dict[str, Any]], budget: str) -> str:
     """How many claims of the family were reproduced, of those planned (theorem checks apart)."""
-    from hardneg.reproduce.claims import planned_claims
+    from hardneg.reproduce.design import planned_claims
     from hardneg.reproduce.statistics import EQUIVALENT, REPRODUCED, REPRODUCED_SMALLER
 
     planned = {c.id for c in planned_claims(budget)}

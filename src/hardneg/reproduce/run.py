@@ -1,6 +1,6 @@
 """``hardneg reproduce``: run the claims' comparisons, judge them together, write ``claims.md``.
 
-Each experiment of :data:`~hardneg.reproduce.claims.EXPERIMENTS` is an ordinary ``hardneg compare``
+Each experiment of :data:`~hardneg.reproduce.design.EXPERIMENTS` is an ordinary ``hardneg compare``
 under ``OUT/<budget>/<experiment>/``. A finished run is reused only when its recorded config and
 code equal the job's (``provenance.json``), so a changed claim, budget or code is trained again —
 never a stale number. Every claim reads the seed-paired differences ``contender − baseline`` of its
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from hardneg.config.errors import ConfigError
-from hardneg.reproduce.claims import Claim, Experiment, OptimumShift, planned_claims
-from hardneg.reproduce.design import Design, load_design
+from hardneg.reproduce.claims import Claim, Experiment, OptimumShift
+from hardneg.reproduce.design import Design, load_design, planned_claims
 from hardneg.reproduce.registration import claim_status, register
 
 __all__ = [
