@@ -82,9 +82,9 @@ class ContrastiveLoss(nn.Module):
         memory_budget: bytes the (A, N) score matrices may take (default 4 GiB, ~B = 8000 in SimCLR's
             layout); beyond it the tiled engine (:mod:`hardneg.engines.tiled`: memory
             O((A + N)·d + tile²), the same values and gradients; ``0`` always tiles) for the
-            distributions stating per-tile weights
-            (:mod:`hardneg.negatives.tiling`: Uniform, Hard, OT) with the row-reducible objectives
-            (InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet); others raise, saying why.
+            distributions stating per-tile weights (:mod:`hardneg.negatives.tiling`) with the
+            row-reducible objectives (which ones: :func:`hardneg.engines.capabilities.capability_table`);
+            others raise, saying why.
         tile_size: override the tile side derived from ``memory_budget``.
         compile_tiles: fuse the tiled engine's per-tile work with ``torch.compile`` (the first call
             compiles for tens of seconds; a C++ compiler on a CPU). Off: no consistent CPU speed-up.

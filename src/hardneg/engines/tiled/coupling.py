@@ -416,15 +416,16 @@ def check_ot_objective(objective: Objective) -> None:
         raise ValueError(
             "the tiled engine (batches beyond memory_budget) computes OptimalTransport negatives with "
             "an objective that reads log Σ_j w_ij e^{s_ij}; got "
-            f"objective={objective!r} (OT tiles with InfoNCE, Debiased, Logistic, LogisticMPair). "
+            f"objective={objective!r} (OT tiles with every row-reducible objective but Hinge and Triplet: "
+            "hardneg.engines.capabilities.capability_table()). "
             "Raise memory_budget to materialise the score matrix"
         )
 
 
 def _unsupported() -> Tensor:
     raise ValueError(
-        "the tiled engine never forms the (A, N) OT weights; use InfoNCE, Debiased, Logistic or "
-        "LogisticMPair, or raise memory_budget"
+        "the tiled engine never forms the (A, N) OT weights; use an objective that reads only "
+        "log Σ_j w_ij e^{s_ij} (InfoNCE, Debiased, ...: hardneg.engines.capabilities), or raise memory_budget"
     )
 
 

@@ -2,13 +2,13 @@
 
 Supported: every negative distribution that states its weights per tile through the tiling
 protocol (:meth:`~hardneg.negatives.NegativeDistribution.tile_weights`,
-:mod:`hardneg.negatives.tiling`) — an exponential tilt ``w_ij ∝ e^{β s_ij}`` (Uniform: β = 0;
-Hard(β) without ``rescale``/``detach_weights``/``target_ess``; a user's distribution, β of any
-sign) or a streamed Sinkhorn coupling (OptimalTransport, :mod:`hardneg.engines.tiled.coupling`) — wrapped in
-any :class:`~hardneg.negatives.CollisionFree` / :class:`~hardneg.negatives.Subsample`; objectives
-that read only per-anchor statistics (``Objective.row_reducible``: InfoNCE, Debiased, Logistic,
-LogisticMPair, Hinge, Triplet); every layout (SimCLR's 2B views, explicit candidates, a memory
-queue, candidates gathered across processes). For a tilt the loss needs, per anchor, only
+:mod:`hardneg.negatives.tiling`) — an exponential tilt ``w_ij ∝ e^{β s_ij}`` (β of any sign) or a
+streamed Sinkhorn coupling (:mod:`hardneg.engines.tiled.coupling`) — wrapped in any
+:class:`~hardneg.negatives.CollisionFree` / :class:`~hardneg.negatives.Subsample`; objectives that
+read only per-anchor statistics (``Objective.row_reducible``); every layout (SimCLR's 2B views,
+explicit candidates, a memory queue, candidates gathered across processes). Which exported
+distributions and objectives these are: :func:`hardneg.engines.capabilities.capability_table`
+(derived from the components, never listed by hand). For a tilt the loss needs, per anchor, only
 ``s⁺_i``, ``N_i`` and
 
     log Σ_j w_ij e^{s_ij} = L_{1+β,i} − L_{β,i} + log N_i     (uniform: L_{1,i}),
@@ -266,6 +266,15 @@ def _no_weights() -> Tensor:
     raise ValueError("the tiled engine never forms the (A, N) weights; use a row-reducible objective")
 
 
+def _row_reducible_objectives() -> list[str]:
+    """The exported objectives whose class declares ``row_reducible`` (for an error message; the
+    full table: :func:`hardneg.engines.capabilities.capability_table`)."""
+    import hardneg.objectives as objectives
+
+    return [name for name in objectives.__all__
+            if getattr(getattr(objectives, name), "row_reducible", False) is True]
+
+
 def check_tileable(negatives: NegativeDistribution, objective: Objective, *, budget: str = "") -> TileWeights:
     """The :class:`~hardneg.negatives.TileWeights` the tiled engine streams for ``negatives`` (its
     base once :class:`~hardneg.negatives.Subsample` / :class:`~hardneg.negatives.CollisionFree`
@@ -303,9 +312,8 @@ def check_tileable(negatives: NegativeDistribution, objective: Objective, *, bud
         )
     if not getattr(objective, "row_reducible", False):
         raise ValueError(
-            f"{where} supports objectives that reduce "
-            "row-wise (InfoNCE, Debiased, Logistic, LogisticMPair, Hinge, Triplet); "
-            f"got objective={objective!r}. "
+            f"{where} supports objectives that reduce row-wise (Objective.row_reducible: "
+            f"{', '.join(_row_reducible_objectives())}); got objective={objective!r}. "
             "Raise memory_budget to materialise the score matrix"
         )
     if weights.sinkhorn is not None:
