@@ -42,7 +42,7 @@ pip_install "numpy>=2.4" pytest pytest-xdist hypothesis pot scipy
 
 step "the core's tests"
 "$venv/bin/python" -m pytest -q -n 2 -p no:cacheprovider \
-    tests/loss tests/negatives tests/objectives tests/tiled \
+    tests/loss tests/negatives tests/objectives tests/engines \
     tests/test_queue.py tests/test_gradcache.py tests/test_lse.py tests/test_schedules.py \
     tests/test_supervised.py
 step "the distributed tests (2 gloo processes each; without xdist)"

@@ -56,6 +56,10 @@ def _num(x: float | None, k: float, signed: bool = False) -> str:
 def _difference(c: Mapping[str, Any]) -> str:
     k, unit = _scale(c)
     suffix = "" if unit == "points" else f" {unit}"
+    level, low, high = c.get("ci_level"), c.get("ci_low"), c.get("ci_high")
+    if level is not None and low is not None and high is not None:  # the verdict's own level (Holm)
+        return (f"{_num(c['diff_mean'], k, signed=True)} [{_num(low, k, signed=True)}, "
+                f"{_num(high, k, signed=True)}]{suffix} ({100 * level:.3g} %)")
     if c.get("half_width") is None:
         return f"{_num(c['diff_mean'], k, signed=True)}{suffix} (no interval)"
     return f"{_num(c['diff_mean'], k, signed=True)} ± {_num(c['half_width'], k)}{suffix}"
@@ -110,7 +114,8 @@ def findings_markdown(snapshot: Mapping[str, Any]) -> str:
     theorems = [c for c in snapshot["claims"] if c.get("section") == "theorem"]
     status = any(c.get("status") for c in claims)  # snapshots from before registration have none
     lines = [provenance_line(snapshot), "",
-             "| claim | data | metric | difference (95 % CI; points unless stated) | paper's effect "
+             "| claim | data | metric | difference [interval at the verdict's level] (points unless stated) "
+             "| paper's effect "
              f"| MDE, 80 % power (design / observed) | p (Holm) | verdict |{' status |' if status else ''}",
              "|---|---|---|---|---|---|---|---|" + ("---|" if status else "")]
     for c in claims:

@@ -127,11 +127,11 @@ def _status(r: dict[str, Any]) -> str:
 def _count(rows: list[dict[str, Any]], budget: str) -> str:
     """How many claims of the family were reproduced, of those planned (theorem checks apart)."""
     from hardneg.reproduce.design import planned_claims
-    from hardneg.reproduce.statistics import EQUIVALENT, REPRODUCED, REPRODUCED_SMALLER
+    from hardneg.reproduce.statistics import EQUIVALENT, NONINFERIOR, REPRODUCED, REPRODUCED_SMALLER
 
     planned = {c.id for c in planned_claims(budget)}
     done = [r for r in rows if r["claim"] in planned
-            and r.get("outcome") in (REPRODUCED, REPRODUCED_SMALLER, EQUIVALENT)]
+            and r.get("outcome") in (REPRODUCED, REPRODUCED_SMALLER, EQUIVALENT, NONINFERIOR)]
     ran = [r for r in rows if r["claim"] in planned and r.get("outcome")]
     confirmed = [r for r in done if r.get("status") == "confirmatory"]
     registered = (f" {len(confirmed)} of the {len(done)} confirmatory."
