@@ -133,9 +133,9 @@ def _count(rows: list[dict[str, Any]], budget: str) -> str:
     done = [r for r in rows if r["claim"] in planned
             and r.get("outcome") in (REPRODUCED, REPRODUCED_SMALLER, EQUIVALENT, NONINFERIOR)]
     ran = [r for r in rows if r["claim"] in planned and r.get("outcome")]
-    confirmed = [r for r in done if r.get("status") == "confirmatory"]
-    registered = (f" {len(confirmed)} of the {len(done)} confirmatory."
-                  if any(r.get("status") for r in rows) else "")
+    confirmed = [r for r in ran if r.get("status") == "confirmatory"]
+    registered = (f" {len(confirmed)} of the {len(ran)} verdicts confirmatory (design and pilot committed "
+                  "before the runs)." if any(r.get("status") for r in rows) else "")
     return (f"Claims reproduced: {len(done)} of the {len(planned)} planned for this budget ({len(ran)} "
             f"judged here; theorem checks apart, below).{registered}")
 
