@@ -42,14 +42,7 @@ SNAPSHOTS = sorted((ROOT / "docs" / "results").glob("reproduce-*.json"))
 # Verdicts printed under an earlier rule, kept until the snapshot is regenerated: snapshot → claim →
 # (printed outcome, outcome under the current rules, why). Delete an entry when its snapshot is rebuilt
 # (the test fails if an entry no longer applies).
-STALE: dict[str, dict[str, tuple[str, str, str]]] = {
-    "reproduce-small.json": {
-        "hard-beats-simclr": (
-            "not shown", "underpowered",
-            "issue 45: the pilot's SD decided; with the run's own SD the MDE is 3.11 > 3 points",
-        ),
-    },
-}
+STALE: dict[str, dict[str, tuple[str, str, str]]] = {}  # none: every snapshot is current
 
 
 def _snapshot_claims(doc: dict[str, Any]) -> list[dict[str, Any]]:
