@@ -8,15 +8,9 @@ copy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass
 
 __all__ = ["THRESHOLDS", "Thresholds"]
-
-
-def _per_device(cpu: int, cuda: int) -> Mapping[str, int]:
-    return MappingProxyType({"cpu": cpu, "cuda": cuda})
 
 
 @dataclass(frozen=True)
@@ -31,10 +25,11 @@ class Thresholds:
             (B ≤ 256; ``benchmarks/bench_core.py --per-call``).
         default_memory_budget: bytes the materialised engine's (A, N) matrices may take by default
             (about B = 8000 in SimCLR's layout; ``benchmarks/bench_tiled.py``, peak memory).
-        speed_crossover: A·N from which the tiled engine is the faster one, per device type
+        speed_crossover_cpu, speed_crossover_cuda: A·N from which the tiled engine is the faster
+            one, per device type
             (``benchmarks/bench_tiled.py`` on a CPU, ``benchmarks/bench_gpu.py`` on a GPU: there
             never by speed, only by memory).
-        gather_crossover: K-subsampled negatives take the gathered engine when
+        gather_crossover_cpu, gather_crossover_cuda: K-subsampled negatives take the gathered engine when
             ``gather_crossover · K ≤ N``, per device type (``benchmarks/bench_tiled.py``
             ``--subsample-sizes``; ``cuda``: unmeasured, the CPU value).
 
@@ -56,8 +51,22 @@ class Thresholds:
     dense_lse_max: int = 1 << 16
     fused_max: int = 1 << 18
     default_memory_budget: int = 4 << 30
-    speed_crossover: Mapping[str, int] = field(default_factory=lambda: _per_device(1024 * 1024, 1 << 62))
-    gather_crossover: Mapping[str, int] = field(default_factory=lambda: _per_device(8, 8))
+    # per device type as plain numbers, not a mapping: torch.compile(fullgraph=True) traces
+    # crossover() without a graph break (a read-only mapping proxy breaks it)
+    speed_crossover_cpu: int = 1024 * 1024
+    speed_crossover_cuda: int = 1 << 62
+    gather_crossover_cpu: int = 8
+    gather_crossover_cuda: int = 8
+
+    @property
+    def speed_crossover(self) -> dict[str, int]:
+        """``speed_crossover`` per device type (a copy; read by :meth:`crossover`)."""
+        return {"cpu": self.speed_crossover_cpu, "cuda": self.speed_crossover_cuda}
+
+    @property
+    def gather_crossover(self) -> dict[str, int]:
+        """``gather_crossover`` per device type (a copy; read by :meth:`crossover`)."""
+        return {"cpu": self.gather_crossover_cpu, "cuda": self.gather_crossover_cuda}
 
     @property
     def small_max(self) -> int:
@@ -68,8 +77,9 @@ class Thresholds:
     def crossover(self, which: str, device_type: str) -> int:
         """``speed_crossover`` or ``gather_crossover`` (``which``: ``"speed"``, ``"gather"``) of a
         device type; an unlisted type (``mps``, ``xpu``) reads the ``cuda`` entry."""
-        table = self.speed_crossover if which == "speed" else self.gather_crossover
-        return table.get(device_type, table["cuda"])
+        if which == "speed":
+            return self.speed_crossover_cpu if device_type == "cpu" else self.speed_crossover_cuda
+        return self.gather_crossover_cpu if device_type == "cpu" else self.gather_crossover_cuda
 
 
 #: The thresholds in use (frozen; tests that need other values pass them explicitly).
