@@ -135,3 +135,25 @@ def test_the_docs_print_the_medium_design_claims_table() -> None:
 
     docs = Path(__file__).resolve().parents[2] / "docs" / "claims.md"
     assert read_block(docs.read_text(encoding="utf-8"), "claims-table").strip() == claims_table("medium")
+
+
+def test_an_installed_design_counts_as_released_even_inside_a_git_checkout(tmp_path: Path) -> None:
+    """A venv inside a user's repository: the package's design files are untracked there, not
+    uncommitted edits."""
+    import shutil
+    import subprocess
+
+    from hardneg.reproduce.registration import _committed
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    designs = tmp_path / ".venv" / "lib" / "site-packages" / "hardneg" / "reproduce" / "designs"
+    designs.mkdir(parents=True)
+    (designs / "small.yaml").write_text("budget: small\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert _committed([designs / "small.yaml"]) == (True, "installed package")
+    mine = tmp_path / "designs"
+    mine.mkdir()
+    (mine / "small.yaml").write_text("budget: small\n", encoding="utf-8")  # a checkout's own file
+    committed, why = _committed([mine / "small.yaml"])
+    assert not committed and why == "small.yaml is not committed"

@@ -49,6 +49,8 @@ def _committed(files: list[Path]) -> tuple[bool, str]:
     """Whether ``files`` are committed and unmodified (``True`` outside a git checkout: an installed
     package's files are its release), with the commit or why not."""
     where = files[0].parent
+    if {"site-packages", "dist-packages"} & set(where.resolve().parts):
+        return True, "installed package"  # even in a venv inside a user's own git checkout
     top = _git(where, "rev-parse", "--show-toplevel")
     if top is None:
         return True, "installed package"
