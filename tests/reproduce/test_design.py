@@ -67,6 +67,9 @@ def test_the_medium_design_is_the_larger_confirmatory_one() -> None:
     (lambda d: d["pilot"].update(seeds=[0, 20]),
      r"small.yaml: pilot.seeds must be disjoint from experiments.fashion_mnist's seeds, got \[20\]"),
     (lambda d: d["pilot"].update(file="../../x.json"), r"pilot.file must name a file in designs/pilots/"),
+    (lambda d: d["pilot"].update(file="pilots/other.json"),  # the loader reads the budget's own
+     r"pilot.file must name a file in designs/pilots/, small.json \(after the budget\), "
+     r"got 'pilots/other.json'"),
     (lambda d: d["claims"].append(dict(d["claims"][0])),
      r"claims must have distinct ids, got \['hard-beats-simclr'\]"),
 ])

@@ -165,7 +165,6 @@ class Claim:
     delta: dict[str, Any] = field(default_factory=dict)  # the paper's effect: value, source, arms, range, why
     question: str | None = None  # "effect" (is there one at this scale?) or "size" (is it the paper's?)
     pilot_mean: float | None = None  # the pilot's mean statistic (design files' pilot results)
-    planned_effect: float | None = None  # the effect the seeds are planned for (δ, or the pilot's mean)
 
     @property
     def contrast(self) -> tuple[Term, ...]:

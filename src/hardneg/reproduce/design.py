@@ -176,9 +176,6 @@ def _claim(c: dict[str, Any], budget: str, path: Path, experiments: dict[str, Ex
     shift = c.get("shift")
     kind = _get(test, "kind", str, path, f"{where}.test")
     effect = float(delta["value"]) if delta is not None else None
-    effect_planned: float | None = effect
-    if question == "effect" and pilot_mean is not None and kind == "superiority":
-        effect_planned = pilot_mean
     extra: dict[str, Any] = {}
     if "paper_difference" in test:
         extra["paper_difference"] = test["paper_difference"]
@@ -196,7 +193,7 @@ def _claim(c: dict[str, Any], budget: str, path: Path, experiments: dict[str, Ex
         shift=None if shift is None else OptimumShift(
             shift["metric"], tuple((s, int(k)) for s, k in shift["low"]),
             tuple((s, int(k)) for s, k in shift["high"])),
-        delta=delta or {}, question=question, pilot_mean=pilot_mean, planned_effect=effect_planned)
+        delta=delta or {}, question=question, pilot_mean=pilot_mean)
 
 
 def _powerable(kind: str, mean: float, margin: float | None) -> bool:
@@ -209,22 +206,28 @@ def _powerable(kind: str, mean: float, margin: float | None) -> bool:
     return mean > -m if kind == "noninferiority" else -m < mean < m
 
 
-def _pilot(raw: dict[str, Any] | None, path: Path) -> Pilot | None:
+def _pilot_file(path: Path) -> Path:
+    """The one pilot file a design may name: ``pilots/<budget>.json`` beside it."""
+    return path.parent / "pilots" / f"{path.stem}.json"
+
+
+def _pilot(raw: dict[str, Any] | None, path: Path, pilot_bytes: bytes) -> Pilot | None:
+    """The design's pilot; its results parsed from ``pilot_bytes``, the file's content (empty: not
+    run yet)."""
     if raw is None:
         return None
     seeds = tuple(int(s) for s in _get(raw, "seeds", list, path, "pilot"))
     file = path.parent / _get(raw, "file", str, path, "pilot")
-    if file.resolve().parent != (path.parent / "pilots").resolve():
-        raise _fail(path, "pilot.file", "must name a file in designs/pilots/", raw["file"])
-    results: dict[str, dict[str, Any]] = {}
-    if file.is_file():
-        results = json.loads(file.read_text(encoding="utf-8")).get("claims", {})
+    if file.resolve() != _pilot_file(path).resolve():
+        raise _fail(path, "pilot.file", f"must name a file in designs/pilots/, {_pilot_file(path).name} "
+                    "(after the budget)", raw["file"])
+    results: dict[str, dict[str, Any]] = json.loads(pilot_bytes).get("claims", {}) if pilot_bytes else {}
     return Pilot(seeds, _get(raw, "overrides", dict, path, "pilot", {}), file, results)
 
 
 @cache
-def _load(path: Path, data: bytes, _pilot_bytes: bytes) -> Design:
-    """The design in ``data`` (``_pilot_bytes``: the pilot file's, a cache key only)."""
+def _load(path: Path, data: bytes, pilot_bytes: bytes) -> Design:
+    """The design in ``data``, its pilot's results in ``pilot_bytes`` (both the cache key)."""
     import yaml
 
     raw = yaml.safe_load(data)
@@ -238,7 +241,7 @@ def _load(path: Path, data: bytes, _pilot_bytes: bytes) -> Design:
         raise _fail(path, "alpha", "must be in (0, 1)", alpha)
     exps = {eid: _experiment(eid, e, budget, path) for eid, e in _get(raw, "experiments", dict, path,
                                                                           "design").items()}
-    pilot = _pilot(raw.get("pilot"), path)
+    pilot = _pilot(raw.get("pilot"), path, pilot_bytes)
     claims = tuple(_claim(c, budget, path, exps, pilot) for c in _get(raw, "claims", list, path, "design"))
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
@@ -265,11 +268,8 @@ def load_design(budget: str, path: str | Path | None = None) -> Design:
         ValueError: naming the file, the key and the value received.
     """
     p = design_path(budget) if path is None else Path(path)
-    pilot_bytes = b""
-    pilot_file = p.parent / "pilots" / f"{p.stem}.json"
-    if pilot_file.is_file():
-        pilot_bytes = pilot_file.read_bytes()
-    return _load(p, p.read_bytes(), pilot_bytes)
+    pilot_file = _pilot_file(p)
+    return _load(p, p.read_bytes(), pilot_file.read_bytes() if pilot_file.is_file() else b"")
 
 
 def claims_table(budget: str) -> str:
