@@ -6,7 +6,7 @@
     hardneg evaluate RUN [--checkpoint PATH] [--no-figures] [the options of the run's modality]
     hardneg compare CONFIG [key=value ...] [--out DIR] [--resume] [--force]
     hardneg sweep CONFIG [key=value ...] [--out DIR] [--resume] [--force]
-    hardneg reproduce [--budget small|full|paper] [--data NAME=DIR] [--device cpu|gpu]
+    hardneg reproduce [--budget small|medium|full|paper] [--pilot] [--data NAME=DIR] [--device cpu|gpu]
                                                # the papers' claims, run and judged -> claims.md
     hardneg config CONFIG [key=value ...]      # print the resolved config
     hardneg configs                            # list the packaged configs
